@@ -1,0 +1,37 @@
+// The public C interface of include/sentinel/sentinel.h.
+#include "sentinel/sentinel.h"
+
+#include "runtime_state.h"
+
+using sentinel::SpinGuard;
+using sentinel::rt::g_state;
+using sentinel::rt::Phase;
+
+extern "C" {
+
+__attribute__((visibility("default"))) void sentinel_step_begin(void) {
+  g_state.counters.step_marks.fetch_add(1, std::memory_order_relaxed);
+  SpinGuard clock(g_state.clock_lock);
+  g_state.detector.mark_step();
+}
+
+__attribute__((visibility("default"))) int sentinel_active(void) {
+  return g_state.phase.load(std::memory_order_acquire) == Phase::kActive ? 1 : 0;
+}
+
+__attribute__((visibility("default"))) int sentinel_get_counters(struct sentinel_counters* out) {
+  if (out == nullptr) return -1;
+  {
+    SpinGuard clock(g_state.clock_lock);
+    out->steps_detected = g_state.detector.complete_steps();
+    out->current_step = g_state.detector.step_index();
+    out->step_period = g_state.detector.period();
+  }
+  out->objects_tracked = g_state.counters.objects_tracked.load(std::memory_order_relaxed);
+  out->live_objects = g_state.counters.live_objects.load(std::memory_order_relaxed);
+  out->live_bytes = g_state.counters.live_bytes.load(std::memory_order_relaxed);
+  out->peak_object_bytes = g_state.counters.peak_live_bytes.load(std::memory_order_relaxed);
+  return 0;
+}
+
+}  // extern "C"

@@ -1,0 +1,156 @@
+// Process lifecycle: initialisation from the library constructor, fork handling, the service thread,
+// and the exit report.
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "core/text_buf.h"
+#include "logging.h"
+#include "real_malloc.h"
+#include "runtime.h"
+#include "runtime_state.h"
+#include "stats_json.h"
+
+namespace sentinel::rt {
+
+constinit State g_state;
+
+uint64_t now_ns() noexcept {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+namespace {
+
+std::atomic<bool> g_service_running{false};
+
+// Writes out what the allocation path queued for the log. Later issues give it more to do.
+void* service_main(void*) {
+  while (g_service_running.load(std::memory_order_relaxed)) {
+    flush_deferred();
+    timespec ts{0, 100 * 1000 * 1000};
+    nanosleep(&ts, nullptr);
+  }
+  return nullptr;
+}
+
+void start_service_thread() noexcept {
+  // Signals stay with the program's threads: the service thread blocks all of them.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  pthread_t thread;
+  g_service_running.store(true, std::memory_order_relaxed);
+  if (pthread_create(&thread, nullptr, service_main, nullptr) == 0) {
+    pthread_detach(thread);
+  } else {
+    g_service_running.store(false, std::memory_order_relaxed);
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+void fork_prepare() {
+  g_state.clock_lock.lock();
+  g_state.heap.lock_for_fork();
+  g_state.sites.fork_prepare();
+  g_state.log.fork_prepare();
+}
+
+void fork_parent() {
+  g_state.log.fork_parent();
+  g_state.sites.fork_parent();
+  g_state.heap.unlock_after_fork_parent();
+  g_state.clock_lock.unlock();
+}
+
+// The child has only the forking thread: every lock is free again, and the service thread is gone (its
+// queued messages are written at the child's exit).
+void fork_child() {
+  g_state.log.fork_child();
+  g_state.sites.fork_child();
+  g_state.heap.reset_after_fork_child();
+  g_state.clock_lock.reset_after_fork();
+  g_service_running.store(false, std::memory_order_relaxed);
+}
+
+void exit_handler() { at_exit(); }
+
+void report_config_error(const char* message) {
+  write_all(2, message, __builtin_strlen(message));
+  write_all(2, "\n", 1);
+}
+
+}  // namespace
+
+void initialise() noexcept {
+  Phase expected = Phase::kUninitialised;
+  if (!g_state.phase.compare_exchange_strong(expected, Phase::kInitialising)) return;
+  real_malloc();
+
+  char message[512];
+  Config config;
+  if (!parse_config_from_environ(&config, message, sizeof message)) {
+    report_config_error(message);
+    g_state.phase.store(Phase::kPassthrough, std::memory_order_release);
+    return;
+  }
+  if (find_unknown_variable(message, sizeof message)) report_config_error(message);
+  g_state.config = config;
+  g_state.init_pid = getpid();
+  g_state.start_ns = now_ns();
+  log_init(config);
+  atexit(exit_handler);
+
+  if (config.mode == Mode::kPassthrough) {
+    log_write(LogLevel::kInfo, "mode passthrough: every allocation goes to the system allocator");
+    g_state.phase.store(Phase::kPassthrough, std::memory_order_release);
+    return;
+  }
+  if (!g_state.heap.init(config.reserve_bytes)) {
+    log_write(LogLevel::kError, "cannot reserve address space for objects; running as pass-through");
+    g_state.phase.store(Phase::kPassthrough, std::memory_order_release);
+    return;
+  }
+  pthread_atfork(fork_prepare, fork_parent, fork_child);
+  start_service_thread();
+  g_state.phase.store(Phase::kActive, std::memory_order_release);
+  g_state.threshold.store(config.min_object, std::memory_order_release);
+
+  TextBuf msg(message, sizeof message);
+  msg.put("active: mode=").put(mode_name(config.mode)).put(" min_object=").put(config.min_object);
+  msg.put(" reserved=").put(g_state.heap.reserved_bytes() >> 30).put("GiB");
+  log_write(LogLevel::kInfo, msg.c_str());
+}
+
+void at_exit() noexcept {
+  const Phase phase = g_state.phase.load(std::memory_order_acquire);
+  if (phase != Phase::kActive && phase != Phase::kPassthrough) return;
+  {
+    SpinGuard clock(g_state.clock_lock);
+    g_state.detector.finish();
+  }
+  flush_deferred();
+  const bool original_process = getpid() == g_state.init_pid;
+  if (original_process && g_state.config.stats_path[0] != '\0') {
+    if (!write_stats_json(g_state.config.stats_path)) {
+      log_write(LogLevel::kError, "cannot write SENTINEL_STATS file");
+    }
+  }
+  if (original_process && g_state.config.trace_path[0] != '\0') {
+    // Unlocked on purpose (writing allocates): threads still running at exit may tear a line or two.
+    if (!write_event_trace(g_state.config.trace_path)) log_write(LogLevel::kError, "cannot write SENTINEL_TRACE file");
+  }
+  char message[256];
+  TextBuf msg(message, sizeof message);
+  msg.put("exit: steps=").put(g_state.detector.complete_steps());
+  msg.put(" period=").put(uint64_t{g_state.detector.period()});
+  msg.put(" objects=").put(g_state.counters.objects_tracked.load());
+  msg.put(" peak_object_bytes=").put(g_state.counters.peak_live_bytes.load());
+  log_write(LogLevel::kInfo, msg.c_str());
+}
+
+}  // namespace sentinel::rt

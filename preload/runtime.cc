@@ -1,0 +1,310 @@
+#include "runtime.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/hash.h"
+#include "core/text_buf.h"
+#include "real_malloc.h"
+#include "runtime_state.h"
+
+namespace sentinel::rt {
+namespace {
+
+// Frames of Sentinel's own on every object allocation: CallSiteHasher::capture, alloc_object, the
+// rt:: entry point and the exported symbol in override.cc. They are skipped so the hash covers the
+// program's frames only.
+constexpr uint32_t kOwnFrames = 4;
+constexpr uint64_t kMinCacheBytes = 64ull << 20;
+
+thread_local int t_inside __attribute__((tls_model("initial-exec"))) = 0;
+
+// Marks this thread as inside Sentinel, so allocations made by what Sentinel calls (libunwind,
+// dladdr, the logger) go straight to the system allocator instead of recursing.
+class ReentrancyGuard {
+ public:
+  ReentrancyGuard() noexcept { ++t_inside; }
+  ~ReentrancyGuard() { --t_inside; }
+  ReentrancyGuard(const ReentrancyGuard&) = delete;
+  ReentrancyGuard& operator=(const ReentrancyGuard&) = delete;
+  static bool inside() noexcept { return t_inside != 0; }
+};
+
+inline bool is_object_request(size_t size) noexcept {
+  return size >= g_state.threshold.load(std::memory_order_relaxed) && !ReentrancyGuard::inside();
+}
+
+inline bool is_power_of_two(size_t v) noexcept { return v != 0 && (v & (v - 1)) == 0; }
+
+void update_peak(uint64_t live) noexcept {
+  uint64_t peak = g_state.counters.peak_live_bytes.load(std::memory_order_relaxed);
+  while (live > peak) {
+    if (g_state.counters.peak_live_bytes.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
+      // Keep up to one peak's worth of freed extents resident: a training step frees and re-allocates
+      // about that much every step, and re-faulting it each step would cost more than it saves.
+      g_state.heap.set_cache_limit(live > kMinCacheBytes ? live : kMinCacheBytes);
+      return;
+    }
+  }
+}
+
+void announce_period(uint32_t period, bool explicit_marks, uint64_t relocks) noexcept {
+  char buf[DeferredLog::kMessageBytes];
+  TextBuf msg(buf, sizeof buf);
+  if (explicit_marks) {
+    msg.put("steps marked by the program (sentinel_step_begin)");
+  } else {
+    msg.put("training step detected: ").put(uint64_t{period}).put(" object allocations per step");
+    if (relocks > 0) msg.put(" (re-detected, ").put(relocks).put(" time(s))");
+  }
+  g_state.log.push(LogLevel::kInfo, buf);
+}
+
+// Creates an object for a request already known to be at or above the threshold. Returns nullptr when
+// the heap cannot take it; the caller then uses the system allocator.
+__attribute__((noinline)) void* alloc_object(size_t size, size_t align, bool* zeroed) noexcept {
+  ReentrancyGuard guard;
+  State& s = g_state;
+  bool fresh_zero = false;
+  const uint32_t slot = s.heap.allocate(size, align, 0, &fresh_zero);
+  if (slot == kNoSlot) {
+    s.counters.heap_full_fallbacks.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  if (zeroed != nullptr) *zeroed = fresh_zero;
+  const uint64_t site = s.sites.capture(s.config.stack_depth, kOwnFrames);
+  const uint64_t live_objects = s.counters.live_objects.load(std::memory_order_relaxed);
+  const uint64_t live_bytes = s.counters.live_bytes.load(std::memory_order_relaxed);
+
+  uint32_t occurrence, event;
+  int64_t step;
+  bool announce = false;
+  uint32_t period = 0;
+  bool explicit_marks = false;
+  uint64_t relocks = 0;
+  {
+    SpinGuard clock(s.clock_lock);
+    if (s.detector.observe(site, static_cast<uint32_t>(live_objects), live_bytes, size)) {
+      s.occurrences.reset();
+    }
+    occurrence = s.occurrences.next(site);
+    step = s.detector.step_index();
+    event = s.detector.event_in_step();
+    if (s.detector.locked() != s.announced_period) {
+      s.announced_period = s.detector.locked();
+      announce = s.announced_period;
+      period = s.detector.period();
+      explicit_marks = s.detector.explicit_marks();
+      relocks = s.detector.relocks();
+    }
+  }
+
+  ObjectRecord& r = s.heap.record(slot);
+  r.site = site;
+  r.occurrence = occurrence;
+  r.tag = make_tag(site, occurrence);
+  r.birth_step = step;
+  r.birth_event = event;
+  r.birth_ns = now_ns();
+
+  s.counters.objects_tracked.fetch_add(1, std::memory_order_relaxed);
+  s.counters.bytes_tracked.fetch_add(size, std::memory_order_relaxed);
+  s.counters.live_objects.fetch_add(1, std::memory_order_relaxed);
+  update_peak(s.counters.live_bytes.fetch_add(size, std::memory_order_relaxed) + size);
+  if (announce) announce_period(period, explicit_marks, relocks);
+  return reinterpret_cast<void*>(r.start);
+}
+
+void free_object(void* p) noexcept {
+  State& s = g_state;
+  const uint32_t slot = s.heap.slot_of(p);
+  if (slot == kNoSlot) {
+    s.counters.invalid_frees.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  ObjectRecord& r = s.heap.record(slot);
+  ExtentState expected = ExtentState::kLive;
+  if (!r.state.compare_exchange_strong(expected, ExtentState::kCached, std::memory_order_acq_rel)) {
+    s.counters.invalid_frees.fetch_add(1, std::memory_order_relaxed);  // double free
+    return;
+  }
+  const uint64_t size = r.size;
+  s.counters.objects_freed.fetch_add(1, std::memory_order_relaxed);
+  s.counters.live_objects.fetch_sub(1, std::memory_order_relaxed);
+  s.counters.live_bytes.fetch_sub(size, std::memory_order_relaxed);
+  s.heap.release(slot);
+}
+
+inline void* system_malloc(size_t size) noexcept {
+  if (resolving_real_malloc()) return bootstrap_alloc(size, 16);
+  return real_malloc().malloc(size);
+}
+
+}  // namespace
+
+void* malloc(size_t size) noexcept {
+  if (is_object_request(size)) {
+    if (void* p = alloc_object(size, kPageSize, nullptr)) return p;
+  }
+  return system_malloc(size);
+}
+
+void free(void* p) noexcept {
+  if (p == nullptr) return;
+  if (g_state.heap.contains(p)) return free_object(p);
+  if (is_bootstrap_pointer(p)) return;
+  real_malloc().free(p);
+}
+
+void* calloc(size_t n, size_t size) noexcept {
+  size_t total;
+  if (__builtin_mul_overflow(n, size, &total)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  if (is_object_request(total)) {
+    bool zeroed = false;
+    if (void* p = alloc_object(total, kPageSize, &zeroed)) {
+      if (!zeroed) std::memset(p, 0, total);
+      return p;
+    }
+  }
+  if (resolving_real_malloc()) return bootstrap_alloc(total, 16);
+  return real_malloc().calloc(n, size);
+}
+
+void* realloc(void* p, size_t size) noexcept {
+  if (p == nullptr) return malloc(size);
+  if (size == 0) {  // glibc: realloc(p, 0) frees p and returns NULL
+    free(p);
+    return nullptr;
+  }
+  State& s = g_state;
+  if (s.heap.contains(p)) {
+    const uint32_t slot = s.heap.slot_of(p);
+    if (slot == kNoSlot) {
+      s.counters.invalid_frees.fetch_add(1, std::memory_order_relaxed);
+      errno = EINVAL;
+      return nullptr;
+    }
+    ObjectRecord& r = s.heap.record(slot);
+    const uint64_t old_size = r.size;
+    // Stay in place while the extent fits and would not be more than half empty.
+    if (size >= s.threshold.load(std::memory_order_relaxed) && size <= r.extent_bytes &&
+        size * 2 > r.extent_bytes) {
+      r.size = size;
+      s.counters.inplace_reallocs.fetch_add(1, std::memory_order_relaxed);
+      if (size > old_size) {
+        update_peak(s.counters.live_bytes.fetch_add(size - old_size, std::memory_order_relaxed) + size -
+                    old_size);
+      } else {
+        s.counters.live_bytes.fetch_sub(old_size - size, std::memory_order_relaxed);
+      }
+      return p;
+    }
+    void* q = is_object_request(size) ? alloc_object(size, kPageSize, nullptr) : nullptr;
+    if (q == nullptr) q = system_malloc(size);
+    if (q == nullptr) {
+      errno = ENOMEM;
+      return nullptr;  // p is untouched
+    }
+    std::memcpy(q, p, old_size < size ? old_size : size);
+    free_object(p);
+    return q;
+  }
+  if (is_bootstrap_pointer(p)) {
+    // Block sizes are not recorded for the bootstrap buffer; copying up to its end is always in
+    // bounds and covers the old block.
+    void* q = malloc(size);
+    const size_t available = bootstrap_bytes_after(p);
+    if (q != nullptr) std::memcpy(q, p, available < size ? available : size);
+    return q;
+  }
+  if (is_object_request(size)) {
+    if (void* q = alloc_object(size, kPageSize, nullptr)) {
+      const size_t old_usable = real_malloc().malloc_usable_size(p);
+      std::memcpy(q, p, old_usable < size ? old_usable : size);
+      real_malloc().free(p);
+      return q;
+    }
+  }
+  return real_malloc().realloc(p, size);
+}
+
+void* reallocarray(void* p, size_t n, size_t size) noexcept {
+  size_t total;
+  if (__builtin_mul_overflow(n, size, &total)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  return realloc(p, total);
+}
+
+int posix_memalign(void** out, size_t align, size_t size) noexcept {
+  if (align % sizeof(void*) != 0 || !is_power_of_two(align)) return EINVAL;
+  if (align <= kHugePageSize && is_object_request(size)) {
+    if (void* p = alloc_object(size, align, nullptr)) {
+      *out = p;
+      return 0;
+    }
+  }
+  if (resolving_real_malloc()) {
+    void* p = bootstrap_alloc(size, align);
+    if (p == nullptr) return ENOMEM;
+    *out = p;
+    return 0;
+  }
+  return real_malloc().posix_memalign(out, align, size);
+}
+
+void* aligned_alloc(size_t align, size_t size) noexcept {
+  if (is_power_of_two(align) && align <= kHugePageSize && is_object_request(size)) {
+    if (void* p = alloc_object(size, align, nullptr)) return p;
+  }
+  if (resolving_real_malloc()) return bootstrap_alloc(size, align);
+  return real_malloc().aligned_alloc(align, size);
+}
+
+void* memalign(size_t align, size_t size) noexcept {
+  if (is_power_of_two(align) && align <= kHugePageSize && is_object_request(size)) {
+    if (void* p = alloc_object(size, align, nullptr)) return p;
+  }
+  if (resolving_real_malloc()) return bootstrap_alloc(size, align);
+  return real_malloc().memalign(align, size);
+}
+
+void* valloc(size_t size) noexcept {
+  if (is_object_request(size)) {
+    if (void* p = alloc_object(size, kPageSize, nullptr)) return p;
+  }
+  if (resolving_real_malloc()) return bootstrap_alloc(size, kPageSize);
+  return real_malloc().valloc(size);
+}
+
+void* pvalloc(size_t size) noexcept {
+  size_t rounded;
+  if (__builtin_add_overflow(size, kPageSize - 1, &rounded)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  rounded &= ~(kPageSize - 1);
+  if (rounded == 0) rounded = kPageSize;
+  if (is_object_request(rounded)) {
+    if (void* p = alloc_object(rounded, kPageSize, nullptr)) return p;
+  }
+  if (resolving_real_malloc()) return bootstrap_alloc(rounded, kPageSize);
+  return real_malloc().pvalloc(size);
+}
+
+size_t malloc_usable_size(void* p) noexcept {
+  if (p == nullptr || is_bootstrap_pointer(p)) return 0;
+  if (g_state.heap.contains(p)) {
+    const uint32_t slot = g_state.heap.slot_of(p);
+    if (slot == kNoSlot) return 0;
+    const ObjectRecord& r = g_state.heap.record(slot);
+    return r.state.load(std::memory_order_acquire) == ExtentState::kLive ? r.extent_bytes : 0;
+  }
+  return real_malloc().malloc_usable_size(p);
+}
+
+}  // namespace sentinel::rt

@@ -1,0 +1,33 @@
+// Sentinel's runtime inside the program: the malloc family as seen by override.cc, the public API, and
+// the process lifecycle (init, fork, exit).
+//
+// Routing: an allocation of at least SENTINEL_MIN_OBJECT bytes becomes an object in the ObjectHeap;
+// everything else, every call made before Sentinel is initialised, every call made while this thread is
+// already inside Sentinel (a nested allocation from libunwind, dladdr, the logger, ...) and every call
+// in pass-through mode goes to the system allocator untouched. free() tells the two apart by address.
+//
+// Thread safety: every entry point is safe from any thread. Locks taken on the allocation path are spin
+// locks around a few dozen instructions and never held across a call out of Sentinel.
+#pragma once
+
+#include <cstddef>
+
+namespace sentinel::rt {
+
+void* malloc(size_t size) noexcept;
+void free(void* p) noexcept;
+void* calloc(size_t n, size_t size) noexcept;
+void* realloc(void* p, size_t size) noexcept;
+void* reallocarray(void* p, size_t n, size_t size) noexcept;
+int posix_memalign(void** out, size_t align, size_t size) noexcept;
+void* aligned_alloc(size_t align, size_t size) noexcept;
+void* memalign(size_t align, size_t size) noexcept;
+void* valloc(size_t size) noexcept;
+void* pvalloc(size_t size) noexcept;
+size_t malloc_usable_size(void* p) noexcept;
+
+// Process lifecycle, called from the library constructor and the atexit handler.
+void initialise() noexcept;
+void at_exit() noexcept;
+
+}  // namespace sentinel::rt

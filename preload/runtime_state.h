@@ -1,0 +1,60 @@
+// The runtime's process-wide state. One constant-initialised instance (no dynamic construction, no
+// destructor that could run before the program's last free()).
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+
+#include "core/call_site.h"
+#include "core/config.h"
+#include "core/deferred_log.h"
+#include "core/object_heap.h"
+#include "core/site_counter.h"
+#include "core/spin_lock.h"
+#include "core/step_detector.h"
+
+namespace sentinel::rt {
+
+enum class Phase : int { kUninitialised, kInitialising, kPassthrough, kActive };
+
+struct Counters {
+  std::atomic<uint64_t> objects_tracked{0};   // objects ever allocated
+  std::atomic<uint64_t> bytes_tracked{0};
+  std::atomic<uint64_t> objects_freed{0};
+  std::atomic<uint64_t> live_objects{0};
+  std::atomic<uint64_t> live_bytes{0};
+  std::atomic<uint64_t> peak_live_bytes{0};
+  std::atomic<uint64_t> heap_full_fallbacks{0};  // large requests sent to the system allocator
+  std::atomic<uint64_t> invalid_frees{0};        // interior or repeated free of an object pointer
+  std::atomic<uint64_t> inplace_reallocs{0};
+  std::atomic<uint64_t> step_marks{0};
+};
+
+struct State {
+  std::atomic<Phase> phase{Phase::kUninitialised};
+  // Requests at or above this size are objects; SIZE_MAX while Sentinel is not active, so the check on
+  // the hot path is one compare.
+  std::atomic<size_t> threshold{~size_t{0}};
+  Config config;
+  pid_t init_pid = 0;
+  uint64_t start_ns = 0;
+
+  ObjectHeap heap;
+  CallSiteHasher sites;
+  Counters counters;
+  DeferredLog log;
+
+  // The step clock: serialised by clock_lock.
+  SpinLock clock_lock;
+  StepDetector detector;
+  SiteCounter occurrences;
+  bool announced_period = false;
+};
+
+extern constinit State g_state;
+
+uint64_t now_ns() noexcept;
+
+}  // namespace sentinel::rt

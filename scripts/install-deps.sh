@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs every build, test and run-time dependency of Sentinel from Debian's apt.
+# Used by README.md and by .ci/run, so a fresh Debian 12 machine needs nothing else.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  libnuma-dev numactl hwloc
+  libmemkind-dev
+  libpfm4-dev
+  libspdlog-dev libfmt-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  nlohmann-json3-dev
+  libunwind-dev
+  clang libclang-rt-14-dev
+  python3-torch libopenblas0-pthread
+  # The two-node NUMA guest (scripts/numa-guest.sh).
+  qemu-system-x86 busybox-static cpio
+)
+
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
+
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -q
+"${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${packages[@]}"

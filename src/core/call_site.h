@@ -1,0 +1,50 @@
+// Call-site identification: a hash of the innermost frames of the allocating call stack.
+//
+// Return addresses are made module-relative (hash of the module's file name plus the offset), so the
+// same call-site gets the same hash in every run despite address-space randomisation, and profiles
+// recorded in one run describe the next. Resolving an address to its module (dladdr) is cached in a
+// fixed table; dladdr itself runs without any Sentinel lock held.
+//
+// Thread safety: capture() may be called from any thread concurrently. It never allocates
+// (libunwind's local unwinder uses its own mmap-backed pools).
+#pragma once
+
+#include <cstdint>
+
+#include "core/spin_lock.h"
+
+namespace sentinel {
+
+class CallSiteHasher {
+ public:
+  static constexpr uint32_t kMaxDepth = 32;
+
+  // Hash of up to `depth` frames of the caller's stack after skipping the `skip` innermost frames
+  // (Sentinel's own). Returns 0 only when no frame could be read.
+  uint64_t capture(uint32_t depth, uint32_t skip) noexcept;
+
+  // Hash of an explicit list of return addresses (for tests and for capture()).
+  uint64_t hash_frames(void* const* frames, int count) noexcept;
+
+  // Module-relative, run-stable identity of one code address.
+  uint64_t normalize(uintptr_t pc) noexcept;
+
+  uint64_t cache_misses() const noexcept { return misses_; }
+
+  // fork(): hold the lock across fork so the child never inherits it taken.
+  void fork_prepare() noexcept { lock_.lock(); }
+  void fork_parent() noexcept { lock_.unlock(); }
+  void fork_child() noexcept { lock_.reset_after_fork(); }
+
+ private:
+  static constexpr uint32_t kCacheSize = 4096;  // power of two
+  struct Entry {
+    uintptr_t pc;
+    uint64_t normalized;
+  };
+  SpinLock lock_;
+  Entry cache_[kCacheSize] = {};
+  uint64_t misses_ = 0;
+};
+
+}  // namespace sentinel

@@ -1,0 +1,184 @@
+#include "core/object_heap.h"
+
+#include <sys/mman.h>
+
+namespace sentinel {
+namespace {
+
+void* map_noreserve(uint64_t bytes) noexcept {
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+  return p == MAP_FAILED ? nullptr : p;
+}
+
+inline uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) & ~(a - 1); }
+
+}  // namespace
+
+bool ObjectHeap::init(uint64_t reserve_bytes, uint32_t max_records) noexcept {
+  // One extra huge page so the range itself can start 2 MiB-aligned.
+  uint64_t want = align_up(reserve_bytes, kHugePageSize);
+  void* raw = nullptr;
+  while (want >= (1ull << 30)) {
+    raw = map_noreserve(want + kHugePageSize);
+    if (raw != nullptr) break;
+    want /= 2;
+  }
+  if (raw == nullptr) return false;
+  const uintptr_t aligned = align_up(reinterpret_cast<uintptr_t>(raw), kHugePageSize);
+  // Small extents must never share a transparent huge page with a neighbour.
+  ::madvise(raw, want + kHugePageSize, MADV_NOHUGEPAGE);
+
+  records_bytes_ = align_up(uint64_t{max_records} * sizeof(ObjectRecord), kPageSize);
+  page_index_bytes_ = align_up(want / kPageSize * sizeof(uint32_t), kPageSize);
+  void* recs = map_noreserve(records_bytes_);
+  void* index = map_noreserve(page_index_bytes_);
+  if (recs == nullptr || index == nullptr) {
+    if (recs != nullptr) ::munmap(recs, records_bytes_);
+    if (index != nullptr) ::munmap(index, page_index_bytes_);
+    ::munmap(raw, want + kHugePageSize);
+    return false;
+  }
+  records_ = static_cast<ObjectRecord*>(recs);
+  page_index_ = static_cast<uint32_t*>(index);
+  max_records_ = max_records;
+  base_ = aligned;
+  size_ = want;
+  low_ = aligned;
+  high_ = aligned + want;
+  return true;
+}
+
+void ObjectHeap::destroy() noexcept {
+  if (base_ == 0) return;
+  ::munmap(reinterpret_cast<void*>(base_), size_);
+  ::munmap(records_, records_bytes_);
+  ::munmap(page_index_, page_index_bytes_);
+  base_ = 0;
+  size_ = 0;
+}
+
+uint32_t ObjectHeap::pop_cached_locked(uint32_t cls, uint8_t pool, uint64_t align) noexcept {
+  const uint32_t head = cache_head_[cls][pool];
+  if (head == 0) return kNoSlot;
+  const uint32_t slot = head - 1;
+  ObjectRecord& r = records_[slot];
+  if ((r.start & (align - 1)) != 0) return kNoSlot;  // rare: over-aligned request; carve instead
+  cache_head_[cls][pool] = r.next_cached == kNoSlot ? 0 : r.next_cached + 1;
+  stats_.cached_bytes -= r.extent_bytes;
+  if (r.resident) stats_.cached_resident_bytes -= r.extent_bytes;
+  ++stats_.extents_reused;
+  return slot;
+}
+
+uint32_t ObjectHeap::carve_locked(uint32_t cls, uint64_t align, uintptr_t* start) noexcept {
+  const uint64_t bytes = class_pages(cls) * kPageSize;
+  const uint32_t slot = records_used_.load(std::memory_order_relaxed);
+  if (slot >= max_records_) return kNoSlot;
+  uintptr_t at;
+  if (bytes >= kHugePageSize) {
+    if (high_ - low_ < bytes + kHugePageSize) return kNoSlot;
+    at = (high_ - bytes) & ~(kHugePageSize - 1);
+    high_ = at;
+  } else {
+    at = align_up(low_, align);
+    if (at + bytes > high_) return kNoSlot;
+    low_ = at + bytes;
+  }
+  *start = at;
+  records_used_.store(slot + 1, std::memory_order_release);
+  ++stats_.extents_carved;
+  stats_.carved_bytes += bytes;
+  return slot;
+}
+
+uint32_t ObjectHeap::allocate(uint64_t size, uint64_t align, uint8_t pool, bool* zeroed) noexcept {
+  if (size == 0 || size > size_ / 2 || pool >= kMaxPools) return kNoSlot;
+  if (align < kPageSize) align = kPageSize;
+  if (align > kHugePageSize || (align & (align - 1)) != 0) return kNoSlot;
+  const uint32_t cls = size_class_of_pages(pages_for(size));
+  if (cls >= kNumSizeClasses) return kNoSlot;
+
+  uint32_t slot;
+  uintptr_t start = 0;
+  bool fresh = false;
+  {
+    SpinGuard guard(lock_);
+    slot = pop_cached_locked(cls, pool, align);
+    if (slot == kNoSlot) {
+      slot = carve_locked(cls, align, &start);
+      if (slot == kNoSlot) {
+        ++stats_.out_of_space;
+        return kNoSlot;
+      }
+      fresh = true;
+    }
+  }
+  ObjectRecord& r = records_[slot];
+  *zeroed = fresh || !r.resident;
+  r.resident = true;
+  if (fresh) {
+    r.start = start;
+    r.extent_bytes = class_pages(cls) * kPageSize;
+    r.size_class = static_cast<uint16_t>(cls);
+    r.pool = pool;
+    r.generation = 0;
+    if (r.extent_bytes >= kHugePageSize) {
+      ::madvise(reinterpret_cast<void*>(start), r.extent_bytes, MADV_HUGEPAGE);
+    }
+    // Publish the index entry last: a concurrent slot_of() on this address cannot happen before the
+    // pointer is returned to the program.
+    __atomic_store_n(&page_index_[(start - base_) / kPageSize], slot + 1, __ATOMIC_RELEASE);
+  }
+  r.size = size;
+  r.tag = 0;
+  r.site = 0;
+  r.birth_step = -1;
+  r.birth_ns = 0;
+  r.occurrence = 0;
+  r.birth_event = 0;
+  r.next_cached = kNoSlot;
+  ++r.generation;
+  r.state.store(ExtentState::kLive, std::memory_order_release);
+  return slot;
+}
+
+uint32_t ObjectHeap::slot_of(const void* p) const noexcept {
+  if (!contains(p)) return kNoSlot;
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  if ((a & (kPageSize - 1)) != 0) return kNoSlot;
+  const uint32_t v = __atomic_load_n(&page_index_[(a - base_) / kPageSize], __ATOMIC_ACQUIRE);
+  if (v == 0) return kNoSlot;
+  const ObjectRecord& r = records_[v - 1];
+  return r.start == a ? v - 1 : kNoSlot;
+}
+
+void ObjectHeap::release(uint32_t slot) noexcept {
+  ObjectRecord& r = records_[slot];
+  r.size = 0;
+  r.state.store(ExtentState::kCached, std::memory_order_release);
+  bool trim = false;
+  {
+    SpinGuard guard(lock_);
+    trim = stats_.cached_resident_bytes + r.extent_bytes > cache_limit_.load(std::memory_order_relaxed);
+  }
+  if (trim && r.resident) {
+    // Outside the lock: the extent is in no list, nobody else can reach it.
+    ::madvise(reinterpret_cast<void*>(r.start), r.extent_bytes, MADV_DONTNEED);
+    r.resident = false;
+  }
+  SpinGuard guard(lock_);
+  if (trim && !r.resident) ++stats_.extents_trimmed;
+  const uint32_t head = cache_head_[r.size_class][r.pool];
+  r.next_cached = head == 0 ? kNoSlot : head - 1;
+  cache_head_[r.size_class][r.pool] = slot + 1;
+  stats_.cached_bytes += r.extent_bytes;
+  if (r.resident) stats_.cached_resident_bytes += r.extent_bytes;
+}
+
+HeapStats ObjectHeap::stats() const noexcept {
+  SpinGuard guard(lock_);
+  return stats_;
+}
+
+}  // namespace sentinel

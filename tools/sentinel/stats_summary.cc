@@ -1,0 +1,62 @@
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+
+namespace sentinel::cli {
+namespace {
+
+std::string human_bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) {
+    b /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", b, units[u]);
+  return buf;
+}
+
+}  // namespace
+
+bool print_stats_summary(const std::string& path, std::string* error) {
+  std::ifstream in(path);
+  if (!in) {
+    *error = "no statistics were written to " + path + " (did the program exit normally?)";
+    return false;
+  }
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    *error = "statistics file " + path + " is empty or not JSON (the program may have called _exit)";
+    return false;
+  }
+  auto u = [&](const char* key) { return j.value(key, uint64_t{0}); };
+  std::fprintf(stderr, "\n== Sentinel summary (%s mode, %.1f s) ==\n", j.value("mode", "?").c_str(),
+               j.value("runtime_seconds", 0.0));
+  std::fprintf(stderr, "  training steps detected   %llu (%s)\n",
+               static_cast<unsigned long long>(u("steps_detected")), j.value("step_detection", "?").c_str());
+  std::fprintf(stderr, "  step period               %llu object allocations\n",
+               static_cast<unsigned long long>(u("step_period_events")));
+  std::fprintf(stderr, "  objects per step          %llu (%s)\n",
+               static_cast<unsigned long long>(u("objects_per_step")),
+               human_bytes(static_cast<double>(u("bytes_per_step"))).c_str());
+  std::fprintf(stderr, "  objects tracked           %llu (%s allocated in all)\n",
+               static_cast<unsigned long long>(u("objects_tracked")),
+               human_bytes(static_cast<double>(u("bytes_tracked"))).c_str());
+  std::fprintf(stderr, "  peak bytes in objects     %s\n",
+               human_bytes(static_cast<double>(u("peak_object_bytes"))).c_str());
+  std::fprintf(stderr, "  extents carved / reused   %llu / %llu\n",
+               static_cast<unsigned long long>(u("extents_carved")),
+               static_cast<unsigned long long>(u("extents_reused")));
+  if (u("invalid_frees") || u("heap_full_fallbacks")) {
+    std::fprintf(stderr, "  invalid frees ignored     %llu\n  heap-full fallbacks       %llu\n",
+                 static_cast<unsigned long long>(u("invalid_frees")),
+                 static_cast<unsigned long long>(u("heap_full_fallbacks")));
+  }
+  std::fprintf(stderr, "  statistics file           %s\n", path.c_str());
+  return true;
+}
+
+}  // namespace sentinel::cli

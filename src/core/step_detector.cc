@@ -150,7 +150,10 @@ void StepDetector::close_step(bool at_exit) noexcept {
   if (explicit_) {
     complete = !at_exit || step_events_ * 2 >= last_step_objects_;
   } else {
-    complete = step_events_ * 2 >= period_ && step_matches_ * 2 >= period_;
+    // A step far longer than the period is the program doing something else (a new model, a change
+    // of batch shape), unless it is the last one, which may run on into evaluation or shutdown.
+    const bool plausible_length = at_exit || uint64_t{step_events_} * 2 <= uint64_t{period_} * 3;
+    complete = plausible_length && step_events_ * 2 >= period_ && step_matches_ * 2 >= period_;
   }
   if (complete) {
     ++complete_steps_;

@@ -1,0 +1,109 @@
+#include "core/config.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+namespace sentinel {
+namespace {
+
+using Env = std::map<std::string, std::string>;
+
+const char* lookup(const char* name, void* ctx) {
+  auto* env = static_cast<Env*>(ctx);
+  auto it = env->find(name);
+  return it == env->end() ? nullptr : it->second.c_str();
+}
+
+bool parse(Env env, Config* c, std::string* error) {
+  char buf[512] = {};
+  const bool ok = parse_config(lookup, &env, c, buf, sizeof buf);
+  *error = buf;
+  return ok;
+}
+
+TEST(Config, DefaultsWhenNothingIsSet) {
+  Config c;
+  std::string error;
+  ASSERT_TRUE(parse({}, &c, &error));
+  EXPECT_EQ(c.mode, Mode::kTrack);
+  EXPECT_EQ(c.min_object, 64u * 1024);
+  EXPECT_EQ(c.log_level, LogLevel::kWarn);
+  EXPECT_EQ(c.stats_path[0], '\0');
+  EXPECT_EQ(c.stack_depth, 16u);
+}
+
+TEST(Config, ReadsEveryVariable) {
+  Config c;
+  std::string error;
+  ASSERT_TRUE(parse({{"SENTINEL_MODE", "passthrough"},
+                     {"SENTINEL_MIN_OBJECT", "1M"},
+                     {"SENTINEL_LOG", "debug"},
+                     {"SENTINEL_LOG_FILE", "/tmp/x.log"},
+                     {"SENTINEL_STATS", "/tmp/s.json"},
+                     {"SENTINEL_STACK_DEPTH", "8"},
+                     {"SENTINEL_RESERVE", "64G"},
+                     {"SENTINEL_TRACE", "/tmp/t"}},
+                    &c, &error))
+      << error;
+  EXPECT_EQ(c.mode, Mode::kPassthrough);
+  EXPECT_EQ(c.min_object, 1u << 20);
+  EXPECT_EQ(c.log_level, LogLevel::kDebug);
+  EXPECT_STREQ(c.log_file, "/tmp/x.log");
+  EXPECT_STREQ(c.stats_path, "/tmp/s.json");
+  EXPECT_EQ(c.stack_depth, 8u);
+  EXPECT_EQ(c.reserve_bytes, 64ull << 30);
+  EXPECT_STREQ(c.trace_path, "/tmp/t");
+}
+
+struct BadValue {
+  const char* variable;
+  const char* value;
+  const char* accepted_fragment;
+};
+
+class ConfigBadValue : public ::testing::TestWithParam<BadValue> {};
+
+TEST_P(ConfigBadValue, OneLineNamingVariableValueAndAcceptedValues) {
+  const BadValue& b = GetParam();
+  Config c;
+  c.min_object = 12345;  // must stay untouched on failure
+  std::string error;
+  EXPECT_FALSE(parse({{b.variable, b.value}}, &c, &error));
+  EXPECT_EQ(c.min_object, 12345u);
+  EXPECT_NE(error.find(b.variable), std::string::npos) << error;
+  EXPECT_NE(error.find(std::string("'") + b.value + "'"), std::string::npos) << error;
+  EXPECT_NE(error.find(b.accepted_fragment), std::string::npos) << error;
+  EXPECT_NE(error.find("pass-through"), std::string::npos) << error;
+  EXPECT_EQ(error.find('\n'), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    All, ConfigBadValue,
+    ::testing::Values(BadValue{"SENTINEL_MODE", "fast", "passthrough, track"},
+                      BadValue{"SENTINEL_MODE", "", "passthrough, track"},
+                      BadValue{"SENTINEL_MIN_OBJECT", "lots", "4096 to 1G"},
+                      BadValue{"SENTINEL_MIN_OBJECT", "100", "4096 to 1G"},
+                      BadValue{"SENTINEL_MIN_OBJECT", "2G", "4096 to 1G"},
+                      BadValue{"SENTINEL_LOG", "verbose", "trace, debug, info, warn, error, off"},
+                      BadValue{"SENTINEL_LOG_FILE", "", "non-empty file path"},
+                      BadValue{"SENTINEL_STATS", "", "non-empty file path"},
+                      BadValue{"SENTINEL_STACK_DEPTH", "0", "1 to 32"},
+                      BadValue{"SENTINEL_STACK_DEPTH", "64", "1 to 32"},
+                      BadValue{"SENTINEL_RESERVE", "1M", "64M to 64T"}));
+
+TEST(Config, UnknownVariableIsReportedButForeignPrefixesAreNot) {
+  char warning[512];
+  setenv("SENTINEL_GUEST_TIMEOUT", "5", 1);
+  unsetenv("SENTINEL_MODEE");
+  EXPECT_FALSE(find_unknown_variable(warning, sizeof warning));
+  setenv("SENTINEL_MODEE", "track", 1);
+  ASSERT_TRUE(find_unknown_variable(warning, sizeof warning));
+  EXPECT_NE(std::string(warning).find("SENTINEL_MODEE"), std::string::npos);
+  unsetenv("SENTINEL_MODEE");
+  unsetenv("SENTINEL_GUEST_TIMEOUT");
+}
+
+}  // namespace
+}  // namespace sentinel

@@ -1,0 +1,160 @@
+#include "core/object_heap.h"
+
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <set>
+#include <thread>
+#include <vector>
+
+namespace sentinel {
+namespace {
+
+class ObjectHeapTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(heap_.init(4ull << 30, 1u << 16)); }
+  void TearDown() override { heap_.destroy(); }
+  uint32_t alloc(uint64_t size, uint64_t align = kPageSize, uint8_t pool = 0) {
+    bool zeroed;
+    return heap_.allocate(size, align, pool, &zeroed);
+  }
+  ObjectHeap heap_;
+};
+
+TEST(SizeClass, RoundsUpByAtMostOneEighthAndIsMonotonic) {
+  uint32_t last = 0;
+  for (uint64_t pages = 1; pages < (1u << 20); pages += 1 + pages / 64) {
+    const uint32_t cls = size_class_of_pages(pages);
+    ASSERT_GE(cls, last);
+    last = cls;
+    ASSERT_LT(cls, kNumSizeClasses);
+    const uint64_t got = class_pages(cls);
+    ASSERT_GE(got, pages);
+    ASSERT_LE(got * 8, pages * 9 + 8) << pages;
+    ASSERT_EQ(size_class_of_pages(got), cls);  // a class's own size maps to itself
+  }
+}
+
+TEST_F(ObjectHeapTest, ExtentsArePageAlignedAndShareNoPage) {
+  std::vector<std::pair<uintptr_t, uintptr_t>> ranges;
+  for (uint64_t size : {65536ull, 65537ull, 100000ull, 1ull << 20, 3ull << 20, 5000000ull}) {
+    const uint32_t slot = alloc(size);
+    ASSERT_NE(slot, kNoSlot);
+    const ObjectRecord& r = heap_.record(slot);
+    EXPECT_EQ(r.start % kPageSize, 0u);
+    EXPECT_GE(r.extent_bytes, size);
+    if (size >= kHugePageSize) EXPECT_EQ(r.start % kHugePageSize, 0u);
+    EXPECT_EQ(heap_.slot_of(reinterpret_cast<void*>(r.start)), slot);
+    EXPECT_EQ(heap_.slot_of(reinterpret_cast<void*>(r.start + kPageSize)), kNoSlot);
+    ranges.emplace_back(r.start, r.start + r.extent_bytes);
+  }
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    for (size_t j = i + 1; j < ranges.size(); ++j) {
+      const uintptr_t a_last_page = (ranges[i].second - 1) / kPageSize;
+      const uintptr_t b_last_page = (ranges[j].second - 1) / kPageSize;
+      const bool disjoint =
+          a_last_page < ranges[j].first / kPageSize || b_last_page < ranges[i].first / kPageSize;
+      EXPECT_TRUE(disjoint) << i << " " << j;
+    }
+  }
+}
+
+TEST_F(ObjectHeapTest, FreedExtentIsReusedForSameClassAndPoolOnly) {
+  const uint32_t a = alloc(200000);
+  const uintptr_t start = heap_.record(a).start;
+  heap_.release(a);
+  const uint32_t other_pool = alloc(200000, kPageSize, 1);
+  EXPECT_NE(heap_.record(other_pool).start, start);
+  const uint32_t other_class = alloc(1000000);
+  EXPECT_NE(heap_.record(other_class).start, start);
+  const uint32_t again = alloc(199000);  // same class
+  EXPECT_EQ(heap_.record(again).start, start);
+  EXPECT_EQ(heap_.stats().extents_reused, 1u);
+}
+
+TEST_F(ObjectHeapTest, ReportsWhetherMemoryIsZero) {
+  bool zeroed = false;
+  uint32_t s = heap_.allocate(100000, kPageSize, 0, &zeroed);
+  EXPECT_TRUE(zeroed);
+  std::memset(reinterpret_cast<void*>(heap_.record(s).start), 0xab, 100000);
+  heap_.set_cache_limit(1ull << 30);
+  heap_.release(s);
+  s = heap_.allocate(100000, kPageSize, 0, &zeroed);
+  EXPECT_FALSE(zeroed);  // recycled while resident: dirty
+  heap_.set_cache_limit(0);
+  heap_.release(s);  // trimmed: the kernel gives zero pages back
+  s = heap_.allocate(100000, kPageSize, 0, &zeroed);
+  EXPECT_TRUE(zeroed);
+  const auto* bytes = reinterpret_cast<const unsigned char*>(heap_.record(s).start);
+  for (int i = 0; i < 100000; i += 4096) ASSERT_EQ(bytes[i], 0);
+  EXPECT_EQ(heap_.stats().extents_trimmed, 1u);
+}
+
+TEST_F(ObjectHeapTest, HonoursLargeAlignment) {
+  for (uint64_t align : {uint64_t{8192}, uint64_t{65536}, uint64_t{1} << 20, kHugePageSize}) {
+    const uint32_t s = alloc(70000, align);
+    ASSERT_NE(s, kNoSlot);
+    EXPECT_EQ(heap_.record(s).start % align, 0u) << align;
+  }
+  EXPECT_EQ(alloc(70000, 4ull << 20), kNoSlot);  // above 2 MiB: the caller uses the system allocator
+  EXPECT_EQ(alloc(70000, 3 * 4096), kNoSlot);    // not a power of two
+}
+
+TEST_F(ObjectHeapTest, RefusesWhenFullInsteadOfFailingLater) {
+  ObjectHeap small;
+  ASSERT_TRUE(small.init(1ull << 30, 4));
+  bool z;
+  for (int i = 0; i < 4; ++i) EXPECT_NE(small.allocate(65536, kPageSize, 0, &z), kNoSlot);
+  EXPECT_EQ(small.allocate(65536, kPageSize, 0, &z), kNoSlot);  // record table full
+  EXPECT_EQ(small.stats().out_of_space, 1u);
+  EXPECT_EQ(small.allocate(800ull << 20, kPageSize, 0, &z), kNoSlot);  // larger than half the range
+  small.destroy();
+}
+
+TEST_F(ObjectHeapTest, ForeignAndInteriorPointersAreNotObjects) {
+  int on_stack = 0;
+  EXPECT_FALSE(heap_.contains(&on_stack));
+  EXPECT_EQ(heap_.slot_of(&on_stack), kNoSlot);
+  const uint32_t s = alloc(65536);
+  EXPECT_EQ(heap_.slot_of(reinterpret_cast<void*>(heap_.record(s).start + 16)), kNoSlot);
+}
+
+TEST_F(ObjectHeapTest, ConcurrentAllocateAndReleaseKeepExtentsExclusive) {
+  std::atomic<int> errors{0};
+  auto worker = [&](int seed) {
+    std::vector<uint32_t> mine;
+    for (int i = 0; i < 2000; ++i) {
+      const uint64_t size = 65536 + static_cast<uint64_t>((seed * 7919 + i * 104729) % 300000);
+      const uint32_t s = alloc(size, kPageSize, static_cast<uint8_t>(i % 2));
+      if (s == kNoSlot) {
+        ++errors;
+        continue;
+      }
+      auto* p = reinterpret_cast<unsigned char*>(heap_.record(s).start);
+      p[0] = static_cast<unsigned char>(seed);
+      p[size - 1] = static_cast<unsigned char>(seed);
+      mine.push_back(s);
+      if (mine.size() > 8) {
+        const uint32_t victim = mine.front();
+        auto* q = reinterpret_cast<unsigned char*>(heap_.record(victim).start);
+        if (q[0] != static_cast<unsigned char>(seed)) ++errors;  // someone else wrote into our extent
+        mine.erase(mine.begin());
+        heap_.release(victim);
+      }
+    }
+    for (uint32_t s : mine) heap_.release(s);
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) threads.emplace_back(worker, t + 1);
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(errors.load(), 0);
+  const HeapStats st = heap_.stats();
+  EXPECT_GT(st.extents_reused, 0u);
+  EXPECT_EQ(st.cached_bytes > 0, true);
+}
+
+}  // namespace
+}  // namespace sentinel

@@ -1,0 +1,201 @@
+#include "core/step_detector.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace sentinel {
+namespace {
+
+// Plays a program's large allocations and frees into a detector, keeping live counts as the runtime
+// does, and records which events began a step.
+class Program {
+ public:
+  Program() : d_(std::make_unique<StepDetector>()) {}
+  uint64_t alloc(uint64_t site, uint64_t size) {
+    const bool boundary = d_->observe(site, static_cast<uint32_t>(live_.size()), live_bytes_, size);
+    if (boundary) boundaries_.push_back(events_);
+    ++events_;
+    const uint64_t id = next_id_++;
+    live_[id] = size;
+    live_bytes_ += size;
+    return id;
+  }
+  void free(uint64_t id) {
+    live_bytes_ -= live_[id];
+    live_.erase(id);
+  }
+  StepDetector& detector() { return *d_; }
+  const std::vector<uint64_t>& boundaries() const { return boundaries_; }
+  uint64_t events() const { return events_; }
+
+ private:
+  std::unique_ptr<StepDetector> d_;
+  std::map<uint64_t, uint64_t> live_;
+  uint64_t live_bytes_ = 0;
+  uint64_t next_id_ = 1;
+  uint64_t events_ = 0;
+  std::vector<uint64_t> boundaries_;
+};
+
+// A training step of `layers` identical layers: the same call-sites and sizes in every layer, as in an
+// MLP of equal widths. Returns the number of allocation events per step.
+uint32_t train_step(Program& prog, int layers, std::mt19937* noise = nullptr, double noise_rate = 0) {
+  uint32_t events = 0;
+  auto maybe_noise = [&] {
+    if (noise != nullptr && std::uniform_real_distribution<>(0, 1)(*noise) < noise_rate) {
+      prog.free(prog.alloc(0xdead0000 + (*noise)() % 7, 70000));
+    }
+  };
+  auto a = [&](uint64_t site, uint64_t size) {
+    maybe_noise();
+    ++events;
+    return prog.alloc(site, size);
+  };
+  const uint64_t input = a(1, 1 << 21);
+  std::vector<uint64_t> acts;
+  for (int l = 0; l < layers; ++l) {
+    acts.push_back(a(10, 1 << 21));  // linear output
+    acts.push_back(a(11, 1 << 21));  // relu output
+  }
+  const uint64_t loss = a(20, 65536);
+  for (int l = layers - 1; l >= 0; --l) {
+    const uint64_t grad_in = a(30, 1 << 21);
+    const uint64_t grad_w = a(31, 4 << 20);
+    prog.free(grad_w);  // accumulated into .grad, then dropped
+    prog.free(grad_in);
+    prog.free(acts.back());
+    acts.pop_back();
+    prog.free(acts.back());
+    acts.pop_back();
+  }
+  prog.free(loss);
+  prog.free(input);
+  return events;
+}
+
+void startup(Program& prog) {
+  for (int i = 0; i < 40; ++i) prog.alloc(500 + i % 3, 100000 + i);  // weights created at start-up
+}
+
+TEST(StepDetector, FindsTheStepNotTheLayerInANetworkOfIdenticalLayers) {
+  Program prog;
+  startup(prog);
+  uint32_t per_step = 0;
+  for (int s = 0; s < 6; ++s) per_step = train_step(prog, 8);
+  prog.detector().finish();
+  EXPECT_EQ(prog.detector().period(), per_step);
+  EXPECT_EQ(prog.detector().complete_steps(), 6u);
+  EXPECT_EQ(prog.detector().last_step_objects(), per_step);
+  // Steps begin with the input batch, the first allocation after the low point of live memory.
+  ASSERT_FALSE(prog.boundaries().empty());
+  for (uint64_t b : prog.boundaries()) EXPECT_EQ((b - 40) % per_step, 0u) << b;
+}
+
+TEST(StepDetector, ToleratesStrayAllocations) {
+  Program prog;
+  std::mt19937 rng(42);
+  startup(prog);
+  for (int s = 0; s < 12; ++s) train_step(prog, 4, &rng, 0.03);
+  prog.detector().finish();
+  EXPECT_TRUE(prog.detector().locked());
+  EXPECT_EQ(prog.detector().period(), 1u + 8 + 1 + 8);
+  EXPECT_GE(prog.detector().complete_steps(), 11u);
+  EXPECT_LE(prog.detector().complete_steps(), 12u);
+}
+
+TEST(StepDetector, CountsNothingWithoutRepetition) {
+  Program prog;
+  std::vector<uint64_t> ids;
+  for (int i = 0; i < 3000; ++i) ids.push_back(prog.alloc(1000 + i, 65536));  // all different
+  prog.detector().finish();
+  EXPECT_FALSE(prog.detector().locked());
+  EXPECT_EQ(prog.detector().complete_steps(), 0u);
+  EXPECT_EQ(prog.detector().step_index(), -1);
+}
+
+TEST(StepDetector, ReDetectsWhenTheProgramChangesItsStep) {
+  Program prog;
+  startup(prog);
+  for (int s = 0; s < 5; ++s) train_step(prog, 3);
+  EXPECT_EQ(prog.detector().period(), 1u + 6 + 1 + 6);
+  for (int s = 0; s < 6; ++s) train_step(prog, 6);  // a different model from here on
+  prog.detector().finish();
+  EXPECT_EQ(prog.detector().period(), 1u + 12 + 1 + 12);
+  EXPECT_GE(prog.detector().relocks(), 1u);
+  EXPECT_GE(prog.detector().complete_steps(), 9u);
+}
+
+TEST(StepDetector, ExplicitMarksDefineSteps) {
+  Program prog;
+  startup(prog);
+  for (int s = 0; s < 4; ++s) {
+    prog.detector().mark_step();
+    train_step(prog, 2);
+  }
+  prog.detector().finish();
+  EXPECT_TRUE(prog.detector().explicit_marks());
+  EXPECT_EQ(prog.detector().complete_steps(), 4u);
+  EXPECT_EQ(prog.detector().period(), 1u + 4 + 1 + 4);
+  EXPECT_EQ(prog.boundaries(), (std::vector<uint64_t>{40, 50, 60, 70}));
+}
+
+TEST(StepDetector, StepClockPositionsRepeatEveryStep) {
+  Program prog;
+  startup(prog);
+  int locked_steps = 0;
+  for (int s = 0; s < 10; ++s) {
+    const bool was_locked = prog.detector().locked();
+    train_step(prog, 2);
+    // Once locked, the last allocation of every step sits at the same position of the step clock.
+    if (was_locked) {
+      ++locked_steps;
+      EXPECT_EQ(prog.detector().event_in_step(), prog.detector().period() - 1) << s;
+    }
+  }
+  EXPECT_GE(locked_steps, 4);
+}
+
+struct RecordedTrace {
+  const char* file;
+  uint32_t period;
+  uint64_t steps;
+};
+
+class StepDetectorRecorded : public ::testing::TestWithParam<RecordedTrace> {};
+
+// Traces recorded with SENTINEL_TRACE from scripts/train.py runs of 6 steps each.
+TEST_P(StepDetectorRecorded, FindsEveryStepOfARealTrainingRun) {
+  const RecordedTrace& t = GetParam();
+  std::ifstream in(std::string(SENTINEL_TEST_DATA) + "/" + t.file);
+  ASSERT_TRUE(in) << t.file;
+  auto d = std::make_unique<StepDetector>();
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream fields(line);
+    uint64_t site, bytes, size;
+    uint32_t objects;
+    fields >> std::hex >> site >> std::dec >> objects >> bytes >> size;
+    ASSERT_TRUE(fields) << line;
+    d->observe(site, objects, bytes, size);
+  }
+  d->finish();
+  EXPECT_EQ(d->period(), t.period);
+  EXPECT_EQ(d->complete_steps(), t.steps);
+}
+
+INSTANTIATE_TEST_SUITE_P(Traces, StepDetectorRecorded,
+                         ::testing::Values(RecordedTrace{"mlp_6steps.trace", 67, 6},
+                                           RecordedTrace{"cnn_6steps.trace", 50, 6},
+                                           RecordedTrace{"transformer_6steps.trace", 114, 6}));
+
+}  // namespace
+}  // namespace sentinel

@@ -90,8 +90,9 @@ __attribute__((noinline)) void* alloc_object(size_t size, size_t align, bool* ze
     occurrence = s.occurrences.next(site);
     step = s.detector.step_index();
     event = s.detector.event_in_step();
-    if (s.detector.locked() != s.announced_period) {
+    if (s.detector.locked() != s.announced_period || s.detector.relocks() != s.announced_relocks) {
       s.announced_period = s.detector.locked();
+      s.announced_relocks = s.detector.relocks();
       announce = s.announced_period;
       period = s.detector.period();
       explicit_marks = s.detector.explicit_marks();

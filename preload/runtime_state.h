@@ -51,6 +51,7 @@ struct State {
   StepDetector detector;
   SiteCounter occurrences;
   bool announced_period = false;
+  uint64_t announced_relocks = 0;
 };
 
 extern constinit State g_state;

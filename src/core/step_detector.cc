@@ -20,16 +20,27 @@ void StepDetector::remember_site(uint64_t site, uint64_t pos, uint64_t* previous
 }
 
 bool StepDetector::verify(uint64_t t, uint32_t p) const noexcept {
-  const uint64_t window = p > kMinWindow ? p : kMinWindow;
-  if (t + 1 < window + p || window + p > kHistory) return false;
+  return verify_over(t, p, p > kMinWindow ? p : kMinWindow);
+}
+
+bool StepDetector::verify_over(uint64_t t, uint32_t p, uint64_t window) const noexcept {
+  if (t + 1 < window + p + 2 || window + p + 2 > kHistory) return false;
   const uint64_t allowed = window / 10;
   uint64_t mismatches = 0;
+  auto same = [](const Event& a, const Event& b) {
+    return a.site == b.site && a.live_objects == b.live_objects && a.live_bytes == b.live_bytes;
+  };
   for (uint64_t i = 0; i < window; ++i) {
     const Event& a = at(t - i);
-    const Event& b = at(t - i - p);
-    if (a.site != b.site || a.live_objects != b.live_objects || a.live_bytes != b.live_bytes) {
-      if (++mismatches > allowed) return false;
+    // A stray allocation shifts everything after it by one event; accept a partner one or two events
+    // off, so a single stray costs one mismatch instead of a whole period of them.
+    // Only for periods long enough that a shifted partner is still about one period back.
+    const uint64_t q = t - i - p;
+    bool matched = same(a, at(q));
+    for (uint64_t shift = 1; !matched && shift <= 2 && p >= 4 * shift; ++shift) {
+      matched = same(a, at(q - shift)) || same(a, at(q + shift));
     }
+    if (!matched && ++mismatches > allowed) return false;
   }
   return true;
 }
@@ -44,6 +55,24 @@ void StepDetector::try_lock(uint64_t t, const uint64_t* previous) noexcept {
     if (verify(t, static_cast<uint32_t>(p))) best = static_cast<uint32_t>(p);
   }
   if (best != 0) lock_on(t, best);
+}
+
+bool StepDetector::try_switch(uint64_t t, const uint64_t* previous) noexcept {
+  uint32_t best = 0;
+  for (uint32_t k = 0; k < kPositionsPerSite; ++k) {
+    if (previous[k] == 0) continue;
+    const uint64_t p = t - (previous[k] - 1);
+    // Multiples of the current period verify whenever it does: they are not a larger structure.
+    if (p <= period_ || p > kMaxPeriod || p % period_ == 0 || (best != 0 && p >= best)) continue;
+    if (verify(t, static_cast<uint32_t>(p)) && !verify_over(t, period_, p)) best = static_cast<uint32_t>(p);
+  }
+  if (best == 0) return false;
+  // Steps counted under the smaller period were iterations of an inner loop: count again.
+  complete_steps_ = 0;
+  counted_until_ = 0;
+  ++relocks_;
+  lock_on(t, best);
+  return true;
 }
 
 bool StepDetector::segment_complete(uint64_t from, uint64_t to) const noexcept {
@@ -199,6 +228,7 @@ bool StepDetector::observe(uint64_t site, uint32_t live_objects, uint64_t live_b
     try_lock(t, previous);
     return locked_ && event_in_step_ == 0;
   }
+  if (try_switch(t, previous)) return event_in_step_ == 0;
   if (is_boundary(site)) {
     close_step(false);
     if (!locked_) {

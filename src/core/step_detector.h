@@ -14,6 +14,14 @@
 // retroactively. A step counts as complete when at least half of its events match the learned cycle
 // position by position. Two incomplete steps in a row unlock the detector and it searches again.
 //
+// A loop inside the step whose iterations leave no memory behind (the time steps of a recurrent
+// network, for instance) repeats exactly too, and may be found first, before two whole steps have been
+// seen. So the detector keeps looking while locked: a longer period that verifies over its own length,
+// where the current period does not, is the larger structure; the detector switches to it and
+// recounts the steps in its history. (A program that really changes its step, say a second model
+// trained after the first, is recounted the same way: steps of the first model that no longer match
+// are then not counted.)
+//
 // An explicit marker (mark_step) overrides detection for the rest of the run: every marked segment is
 // one step.
 //
@@ -70,6 +78,8 @@ class StepDetector {
   };
   const Event& at(uint64_t pos) const noexcept { return history_[pos & (kHistory - 1)]; }
   bool verify(uint64_t t, uint32_t p) const noexcept;
+  bool verify_over(uint64_t t, uint32_t p, uint64_t window) const noexcept;
+  bool try_switch(uint64_t t, const uint64_t* previous) noexcept;
   void try_lock(uint64_t t, const uint64_t* previous) noexcept;
   void lock_on(uint64_t t, uint32_t p) noexcept;
   bool is_boundary(uint64_t site) noexcept;

@@ -130,7 +130,9 @@ TEST(StepDetector, ReDetectsWhenTheProgramChangesItsStep) {
   prog.detector().finish();
   EXPECT_EQ(prog.detector().period(), 1u + 12 + 1 + 12);
   EXPECT_GE(prog.detector().relocks(), 1u);
-  EXPECT_GE(prog.detector().complete_steps(), 9u);
+  // The longer period is taken for a larger structure and the history is recounted under it: the steps
+  // of the new model are all counted; those of the old one may not be (see step_detector.h).
+  EXPECT_GE(prog.detector().complete_steps(), 6u);
 }
 
 TEST(StepDetector, ExplicitMarksDefineSteps) {
@@ -195,7 +197,10 @@ TEST_P(StepDetectorRecorded, FindsEveryStepOfARealTrainingRun) {
 INSTANTIATE_TEST_SUITE_P(Traces, StepDetectorRecorded,
                          ::testing::Values(RecordedTrace{"mlp_6steps.trace", 67, 6},
                                            RecordedTrace{"cnn_6steps.trace", 50, 6},
-                                           RecordedTrace{"transformer_6steps.trace", 114, 6}));
+                                           RecordedTrace{"transformer_6steps.trace", 114, 6},
+                                           // Its backward pass has a loop over time steps that repeats
+                                           // exactly, with period 5, before two steps are seen.
+                                           RecordedTrace{"lstm_6steps.trace", 238, 6}));
 
 }  // namespace
 }  // namespace sentinel

@@ -1,0 +1,302 @@
+#include "sampler/pmu_sampler.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace sentinel {
+namespace {
+
+std::string errno_name(int err) {
+  const char* n = strerrorname_np(err);
+  return n != nullptr ? n : "errno " + std::to_string(err);
+}
+
+int read_paranoid() {
+  std::FILE* f = std::fopen("/proc/sys/kernel/perf_event_paranoid", "r");
+  if (f == nullptr) return -100;
+  int v = -100;
+  if (std::fscanf(f, "%d", &v) != 1) v = -100;
+  std::fclose(f);
+  return v;
+}
+
+ProbeResult failure(int err, std::string reason) {
+  ProbeResult r;
+  r.err = err;
+  r.reason = std::move(reason);
+  return r;
+}
+
+}  // namespace
+
+const char* sampler_kind_name(SamplerKind kind) {
+  switch (kind) {
+    case SamplerKind::kPebs: return "pebs";
+    case SamplerKind::kIbs: return "ibs";
+    case SamplerKind::kSoftware: return "software";
+    case SamplerKind::kNone: break;
+  }
+  return "none";
+}
+
+PerfOs real_perf_os() {
+  PerfOs os;
+  os.perf_event_open = [](perf_event_attr* attr, pid_t tid, int cpu, int group, unsigned long flags) {
+    return static_cast<int>(syscall(SYS_perf_event_open, attr, tid, cpu, group, flags));
+  };
+  return os;
+}
+
+std::string explain_perf_errno(int err) {
+  std::string why;
+  switch (err) {
+    case ENOENT: why = "the CPU or hypervisor does not expose this event; no PMU in a VM?"; break;
+    case ENODEV: why = "no such PMU on this machine"; break;
+    case EOPNOTSUPP: why = "the PMU cannot sample this event (or precise_ip) here"; break;
+    case EACCES:
+    case EPERM:
+      why = "not permitted: perf_event_paranoid is " + std::to_string(read_paranoid()) +
+            "; needs CAP_PERFMON or a lower value";
+      break;
+    case EINVAL: why = "the kernel rejected the event attributes"; break;
+    case EMFILE: why = "too many open files"; break;
+    default: why = std::strerror(err); break;
+  }
+  return errno_name(err) + " (" + why + ")";
+}
+
+ProbeResult build_pmu_attr(const PmuSamplerOptions& opt, const PerfOs& os, perf_event_attr* attr) {
+  std::memset(attr, 0, sizeof *attr);
+  attr->size = sizeof *attr;
+  attr->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_ADDR;
+  attr->disabled = 0;
+  attr->exclude_kernel = 1;  // user data addresses only; also what perf_event_paranoid=2 allows
+  attr->exclude_hv = 1;
+  if (opt.has_encoding) {
+    attr->type = opt.encoding.type;
+    attr->config = opt.encoding.config;
+    attr->config1 = opt.encoding.config1;
+    attr->config2 = opt.encoding.config2;
+    attr->sample_period = opt.sample_period;
+    attr->precise_ip = opt.precise_ip & 3;
+    return ProbeResult{true, 0, "explicit encoding"};
+  }
+  if (opt.kind == SamplerKind::kPebs) {
+    const std::string name = opt.event.empty() ? default_pebs_event(opt.load_latency, opt.ldlat) : opt.event;
+    PmuEventEncoding e;
+    std::string error;
+    if (!encode_pmu_event(name, &e, &error)) return failure(ENOENT, "libpfm4: " + error);
+    attr->type = e.type;
+    attr->config = e.config;
+    attr->config1 = e.config1;
+    attr->config2 = e.config2;
+    attr->sample_period = opt.sample_period;
+    attr->precise_ip = opt.precise_ip & 3;
+    if (opt.weight_and_data_src) attr->sample_type |= PERF_SAMPLE_WEIGHT | PERF_SAMPLE_DATA_SRC;
+    return ProbeResult{true, 0, e.fstr};
+  }
+  if (opt.kind == SamplerKind::kIbs) {
+    uint32_t type = 0;
+    int err = 0;
+    std::string reason;
+    if (!read_ibs_op_type(os.sysfs_root, &type, &err, &reason)) return failure(err, reason);
+    attr->type = type;
+    attr->sample_period = ibs_op_period(opt.sample_period);
+    attr->sample_type |= PERF_SAMPLE_RAW;  // the address on kernels before 6.2 (see ibs.h)
+    // IBS cannot filter by privilege level; the kernel rejects exclude_* bits for it.
+    attr->exclude_kernel = 0;
+    attr->exclude_hv = 0;
+    return ProbeResult{true, 0, "ibs_op type " + std::to_string(type)};
+  }
+  return failure(EINVAL, std::string("not a PMU sampler kind: ") + sampler_kind_name(opt.kind));
+}
+
+struct PmuSampler::Ring {
+  pid_t tid = 0;
+  int fd = -1;
+  void* map = nullptr;
+  size_t map_len = 0;
+  RingReader reader;
+};
+
+PmuSampler::PmuSampler(PerfOs os) : os_(std::move(os)) { page_ = static_cast<size_t>(sysconf(_SC_PAGESIZE)); }
+PmuSampler::~PmuSampler() { stop(); }
+
+ProbeResult PmuSampler::probe(const PmuSamplerOptions& opt) {
+  perf_event_attr attr;
+  ProbeResult r = build_pmu_attr(opt, os_, &attr);
+  if (!r.ok) return r;
+  const int fd = os_.perf_event_open(&attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+  if (fd < 0) {
+    const int e = errno;
+    return failure(e, "perf_event_open: " + explain_perf_errno(e));
+  }
+  close(fd);
+  return r;
+}
+
+ProbeResult PmuSampler::open_ring(pid_t tid, std::unique_ptr<Ring>* out) {
+  auto ring = std::make_unique<Ring>();
+  ring->tid = tid;
+  ring->fd = os_.perf_event_open(&attr_, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+  if (ring->fd < 0) {
+    const int e = errno;
+    return failure(e, "perf_event_open(tid " + std::to_string(tid) + "): " + explain_perf_errno(e));
+  }
+  ring->map_len = (1 + size_t{opt_.ring_pages}) * page_;
+  ring->map = mmap(nullptr, ring->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, ring->fd, 0);
+  if (ring->map == MAP_FAILED) {
+    const int e = errno;
+    close(ring->fd);
+    return failure(e, "mmap of the perf ring: " + errno_name(e) + " (" + std::strerror(e) + ")");
+  }
+  auto* meta = static_cast<perf_event_mmap_page*>(ring->map);
+  // data_offset/data_size exist since Linux 4.1; older kernels put the data right after the page.
+  const size_t off = meta->data_offset != 0 ? meta->data_offset : page_;
+  const size_t size = meta->data_size != 0 ? meta->data_size : size_t{opt_.ring_pages} * page_;
+  if (off + size > ring->map_len ||
+      !ring->reader.init(meta, static_cast<uint8_t*>(ring->map) + off, size, attr_.sample_type)) {
+    munmap(ring->map, ring->map_len);
+    close(ring->fd);
+    return failure(EINVAL, "unexpected perf ring layout");
+  }
+  *out = std::move(ring);
+  return ProbeResult{true, 0, ""};
+}
+
+void PmuSampler::close_ring(Ring& r) {
+  const RingStats& s = r.reader.stats();
+  closed_stats_.samples += s.samples;
+  closed_stats_.lost += s.lost;
+  closed_stats_.lost_records += s.lost_records;
+  closed_stats_.throttle += s.throttle;
+  closed_stats_.unthrottle += s.unthrottle;
+  closed_stats_.other += s.other;
+  closed_stats_.corrupt += s.corrupt;
+  closed_stats_.bytes += s.bytes;
+  if (r.map != nullptr) munmap(r.map, r.map_len);
+  if (r.fd >= 0) close(r.fd);
+  r.map = nullptr;
+  r.fd = -1;
+}
+
+ProbeResult PmuSampler::start(const PmuSamplerOptions& opt) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (started_) return failure(EBUSY, "pmu sampler already started");
+  if (opt.ring_pages == 0 || (opt.ring_pages & (opt.ring_pages - 1)) != 0) {
+    return failure(EINVAL, "ring_pages must be a power of two");
+  }
+  opt_ = opt;
+  ProbeResult r = build_pmu_attr(opt, os_, &attr_);
+  if (!r.ok) return r;
+  DIR* dir = opendir("/proc/self/task");
+  if (dir == nullptr) return failure(errno, std::string("/proc/self/task: ") + std::strerror(errno));
+  std::vector<pid_t> tids;
+  while (dirent* d = readdir(dir)) {
+    if (d->d_name[0] >= '0' && d->d_name[0] <= '9') tids.push_back(static_cast<pid_t>(std::atoi(d->d_name)));
+  }
+  closedir(dir);
+  for (pid_t tid : tids) {
+    std::unique_ptr<Ring> ring;
+    ProbeResult o = open_ring(tid, &ring);
+    if (!o.ok && o.err == ESRCH) continue;  // the thread exited meanwhile
+    if (!o.ok) {
+      for (auto& x : rings_) close_ring(*x);
+      rings_.clear();
+      return o;
+    }
+    rings_.push_back(std::move(ring));
+  }
+  started_ = true;
+  return r;
+}
+
+ProbeResult PmuSampler::attach_thread(pid_t tid) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!started_) return failure(EINVAL, "pmu sampler not started");
+  std::unique_ptr<Ring> ring;
+  ProbeResult r = open_ring(tid, &ring);
+  if (!r.ok) return r;
+  for (auto& x : rings_) {
+    if (x->tid == tid) {  // a ring left by an exited thread whose tid was reused
+      x->reader.drain(nullptr);
+      close_ring(*x);
+      x = std::move(ring);
+      return r;
+    }
+  }
+  rings_.push_back(std::move(ring));
+  return r;
+}
+
+size_t PmuSampler::drain(const AccessFn& fn) {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t delivered = 0;
+  const bool raw_addr = (attr_.sample_type & PERF_SAMPLE_RAW) != 0;
+  auto on_sample = [&](const PerfSample& s) {
+    uint64_t addr = s.addr;
+    int kind = (attr_.sample_type & PERF_SAMPLE_DATA_SRC) ? access_kind_from_data_src(s.data_src) : -1;
+    if (raw_addr) {
+      uint64_t a = 0;
+      int k = -1;
+      if (ibs_raw_access(s.raw, s.raw_size, &a, &k)) {
+        if (addr == 0) addr = a;
+        kind = k;
+      }
+    }
+    if (addr == 0) return;
+    ++delivered;
+    if (fn) fn(addr, s.tid, s.time, kind);
+  };
+  for (size_t i = 0; i < rings_.size();) {
+    rings_[i]->reader.drain(on_sample);
+    // A thread that has exited writes nothing more: its last samples were just read.
+    if (syscall(SYS_tgkill, getpid(), rings_[i]->tid, 0) != 0 && errno == ESRCH) {
+      close_ring(*rings_[i]);
+      rings_.erase(rings_.begin() + static_cast<std::ptrdiff_t>(i));
+      continue;
+    }
+    ++i;
+  }
+  return delivered;
+}
+
+void PmuSampler::stop() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& r : rings_) close_ring(*r);
+  rings_.clear();
+  started_ = false;
+}
+
+size_t PmuSampler::threads() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return rings_.size();
+}
+
+RingStats PmuSampler::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  RingStats t = closed_stats_;
+  for (const auto& r : rings_) {
+    const RingStats& s = r->reader.stats();
+    t.samples += s.samples;
+    t.lost += s.lost;
+    t.lost_records += s.lost_records;
+    t.throttle += s.throttle;
+    t.unthrottle += s.unthrottle;
+    t.other += s.other;
+    t.corrupt += s.corrupt;
+    t.bytes += s.bytes;
+  }
+  return t;
+}
+
+}  // namespace sentinel

@@ -1,0 +1,38 @@
+// The SIGSEGV disposition the *program* wants, kept while the software sampler owns the real one, and
+// delivery of faults that are not the sampler's to it, the way the kernel would have delivered them.
+//
+// Why: the sampler must install its own SIGSEGV handler, but a program (or a runtime inside it, such
+// as a JIT or a crash reporter) may have installed one before, or install one later. The preload
+// interposes sigaction()/signal() for SIGSEGV and routes them to set(), so the program sees its own
+// handler as the current one while the sampler keeps the kernel-level slot.
+//
+// Thread safety: set() may be called from any thread (serialized by an internal mutex); get() and
+// deliver() are async-signal-safe (no locks, no allocation). The stored disposition is double
+// buffered: a reader running concurrently with two back-to-back set() calls may copy a torn value;
+// programs change their SIGSEGV handler rarely, so this is accepted.
+#pragma once
+
+#include <csignal>
+
+namespace sentinel {
+
+class SegvChain {
+ public:
+  // Records the disposition the kernel had before the sampler installed itself.
+  static void init_from(const struct sigaction& previous);
+  // Replaces the program's disposition; writes the one it replaces to *old if non-null.
+  static void set(const struct sigaction& act, struct sigaction* old);
+  // Copies the program's current disposition.
+  static void get(struct sigaction* out);
+  // Hands a fault the sampler does not own to the program's disposition:
+  //  - a handler (SA_SIGINFO or plain) is called with the program's sa_mask blocked, honouring
+  //    SA_RESETHAND;
+  //  - SIG_DFL: the default disposition is restored in the kernel; a hardware fault then re-executes and
+  //    kills the process with SIGSEGV (core dump as without the sampler), a signal sent by kill/raise is
+  //    re-sent to this thread and kills on return;
+  //  - SIG_IGN: a sent signal is dropped; a hardware fault cannot be ignored (the kernel would kill),
+  //    so it is treated as SIG_DFL.
+  static void deliver(int sig, siginfo_t* info, void* ucontext);
+};
+
+}  // namespace sentinel

@@ -1,0 +1,139 @@
+// The software access sampler: works without a PMU (VMs, perf_event_paranoid, containers).
+//
+// At each phase boundary the owner calls arm(regions, phase). For every live object region the sampler
+// protects one contiguous window of `window_pages` whole pages inside the region with
+// mprotect(PROT_NONE). The window's position rotates from one arm() to the next, so over many phases
+// and steps every part of an object is sampled. The first access to a window raises SIGSEGV; the
+// sampler's handler finds the window in a fixed-size lock-free table, counts one touch for
+// (slot, phase), recording whether the access was a write (x86-64 page-fault error code), restores
+// PROT_READ|PROT_WRITE on the window and returns, so the access re-executes and succeeds. Each window
+// therefore costs at most one fault per arm(). An estimate of the pages an object touches in a phase
+// is touched_fraction() * region pages: a touched window stands for region_pages / window_pages
+// windows like it.
+//
+// One window per object keeps the number of extra VMAs bounded (each protected window splits a VMA in
+// up to three; vm.max_map_count is 65530 by default): at most 2 * max_windows extra VMAs.
+//
+// Faults that are not the sampler's go to the program's SIGSEGV disposition (SegvChain): the one in
+// place when start() ran, or a later one the preload routes through set_program_handler(). A fault
+// the sampler cannot attribute to an armed window is first retried once (the window may just have
+// been restored by another thread or by disarm()); a second fault at the same address in the same arm
+// epoch is the program's.
+//
+// HAZARDS (the owner must handle them):
+//  - A system call that touches a protected window does not fault: the kernel returns EFAULT
+//    (read(2), recv(2), write(2) from the buffer, ...). The preload should call unprotect(buf, len)
+//    before passing program buffers that may be objects to such calls.
+//  - The sampler assumes every region is an ordinary PROT_READ|PROT_WRITE mapping: it restores exactly
+//    that. Regions must be unprotected (release(slot)) before they are freed or reused.
+//  - Protecting 4 KiB inside a transparent huge page splits the huge page mapping.
+//  - mprotect is not on the POSIX async-signal-safe list, but it is a plain system call on Linux.
+//
+// Thread safety: the owner operations (start, stop, arm, disarm, release, unprotect, counts,
+// reset_counts, stats, set_program_handler) are serialized by an internal mutex and may be called from
+// any thread except from inside a signal handler. The SIGSEGV handler takes no locks and allocates
+// nothing. Only one SoftwareSampler can be started in a process at a time (it owns SIGSEGV).
+#pragma once
+
+#include <csignal>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace sentinel {
+
+struct SampleRegion {
+  uintptr_t addr = 0;  // object start (need not be page aligned; only whole pages inside are sampled)
+  size_t len = 0;
+  uint32_t slot = 0;   // the owner's object id; < max_slots
+};
+
+struct SoftwareSamplerOptions {
+  uint32_t max_slots = 4096;    // object ids 0..max_slots-1
+  uint32_t max_phases = 1024;   // phases 0..max_phases-1
+  uint32_t max_windows = 4096;  // windows armed at once; regions beyond are skipped and counted
+  uint32_t window_pages = 1;    // pages per window (fewer if the region is smaller)
+};
+
+// Counts for one (slot, phase), accumulated over every arm() since the last reset_counts().
+struct WindowCounts {
+  uint64_t armed = 0;         // windows armed
+  uint64_t touched = 0;       // of those, windows accessed before the next arm/disarm/release
+  uint64_t written = 0;       // of the touched, windows whose first access was a write
+  uint64_t armed_pages = 0;   // pages in the armed windows
+  double touched_fraction() const { return armed == 0 ? 0.0 : static_cast<double>(touched) / armed; }
+};
+
+struct SoftwareSamplerStats {
+  uint64_t arms = 0;              // arm() calls
+  uint64_t windows_armed = 0;     // windows protected, in total
+  uint64_t armed_now = 0;         // windows currently protected
+  uint64_t skipped_small = 0;     // regions without a whole page inside
+  uint64_t skipped_range = 0;     // slot or phase out of range
+  uint64_t skipped_capacity = 0;  // table full (max_windows)
+  uint64_t mprotect_failures = 0; // mprotect(PROT_NONE) refused (e.g. ENOMEM: VMA limit)
+  uint64_t faults_claimed = 0;    // faults that were the sampler's
+  uint64_t faults_retried = 0;    // unattributed faults retried once
+  uint64_t faults_chained = 0;    // faults handed to the program's disposition
+};
+
+class SoftwareSampler {
+ public:
+  SoftwareSampler();
+  ~SoftwareSampler();  // stop()
+  SoftwareSampler(const SoftwareSampler&) = delete;
+  SoftwareSampler& operator=(const SoftwareSampler&) = delete;
+
+  // Allocates the tables and installs the SIGSEGV handler (SA_SIGINFO|SA_ONSTACK), remembering the
+  // previous disposition as the program's. Fails if another sampler is started or options are zero.
+  bool start(const SoftwareSamplerOptions& options, std::string* error);
+  // Restores every window and gives SIGSEGV back to the program's current disposition.
+  void stop();
+  bool started() const;
+
+  // Restores the windows of the previous arm() (their touches stay counted for their phase) and
+  // protects one window in each region for `phase`. Returns the number of windows armed.
+  size_t arm(const std::vector<SampleRegion>& regions, uint32_t phase);
+  // Restores every window without arming new ones (profiling stopped, or between steps).
+  void disarm();
+  // Restores the windows of `slot`; call before the object is freed. Not counted as a touch.
+  void release(uint32_t slot);
+  // Restores every window overlapping [addr, addr+len) (e.g. before read(2) into a program buffer).
+  // With count_as_touch, those windows are counted as touched (written) in their phase, since the
+  // caller is about to access them.
+  void unprotect(uintptr_t addr, size_t len, bool count_as_touch);
+
+  WindowCounts counts(uint32_t slot, uint32_t phase) const;
+  void reset_counts();
+  SoftwareSamplerStats stats() const;
+
+  // The program's view of SIGSEGV while the sampler is started (see segv_chain.h). Works whether or
+  // not a sampler is started; when none is, the preload should pass the call to the kernel instead.
+  static void set_program_handler(const struct sigaction& act, struct sigaction* old);
+  static void get_program_handler(struct sigaction* out);
+
+  struct Window;  // table entry, defined in the .cc
+
+ private:
+  static void on_signal(int sig, siginfo_t* info, void* ucontext);
+  bool claim(uintptr_t addr, void* ucontext);
+  void restore_locked(Window& w, bool count_as_touch);
+  void disarm_locked();
+  void count_touch(const Window& w, bool write);
+
+  mutable std::mutex mu_;
+  SoftwareSamplerOptions opt_;
+  size_t page_ = 4096;
+  std::unique_ptr<Window[]> windows_;
+  struct Counters;
+  std::unique_ptr<Counters[]> counters_;  // max_slots * max_phases
+  struct Stats;
+  std::unique_ptr<Stats> stats_;
+  bool started_ = false;
+  uint64_t rotation_ = 0;  // owner-only: advances the window position each arm()
+};
+
+}  // namespace sentinel

@@ -1,0 +1,392 @@
+#include "sampler/software_sampler.h"
+
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace sentinel {
+namespace {
+
+const size_t kPage = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+
+struct Mapping {
+  explicit Mapping(size_t pages) : len(pages * kPage) {
+    void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    base = p == MAP_FAILED ? nullptr : static_cast<char*>(p);
+  }
+  ~Mapping() {
+    if (base != nullptr) munmap(base, len);
+  }
+  char* base;
+  size_t len;
+};
+
+SampleRegion region_of(const Mapping& m, uint32_t slot) {
+  return SampleRegion{reinterpret_cast<uintptr_t>(m.base), m.len, slot};
+}
+
+void write_all(char* p, size_t len, char v) {
+  for (size_t i = 0; i < len; i += 64) *reinterpret_cast<volatile char*>(p + i) = v;
+}
+uint64_t read_all(const char* p, size_t len) {
+  uint64_t s = 0;
+  for (size_t i = 0; i < len; i += 64) s += *reinterpret_cast<const volatile char*>(p + i);
+  return s;
+}
+
+void no_core_dumps() {
+  struct rlimit rl = {0, 0};
+  setrlimit(RLIMIT_CORE, &rl);
+}
+
+TEST(SoftwareSampler, CountsTouchesInTheArmedPhaseOnly) {
+  Mapping a(16), b(16), c(16);
+  ASSERT_TRUE(a.base && b.base && c.base);
+  write_all(a.base, a.len, 1);
+  write_all(b.base, b.len, 2);
+  SoftwareSampler s;
+  std::string err;
+  ASSERT_TRUE(s.start({}, &err)) << err;
+  const std::vector<SampleRegion> regions = {region_of(a, 0), region_of(b, 1), region_of(c, 2)};
+  ASSERT_EQ(s.arm(regions, 0), 3u);
+  write_all(a.base, a.len, 3);                  // every page of a, written
+  EXPECT_EQ(read_all(b.base, b.len), 2u * b.len / 64);  // every page of b, read; data intact
+  ASSERT_EQ(s.arm(regions, 1), 3u);              // restores phase 0's windows
+  (void)read_all(c.base, c.len);
+  s.disarm();
+  EXPECT_EQ(s.stats().armed_now, 0u);
+
+  const WindowCounts a0 = s.counts(0, 0), b0 = s.counts(1, 0), c0 = s.counts(2, 0);
+  EXPECT_EQ(a0.armed, 1u);
+  EXPECT_EQ(a0.touched, 1u);
+  EXPECT_EQ(a0.written, 1u);
+  EXPECT_EQ(a0.armed_pages, 1u);
+  EXPECT_EQ(b0.touched, 1u);
+  EXPECT_EQ(b0.written, 0u);
+  EXPECT_EQ(c0.armed, 1u);
+  EXPECT_EQ(c0.touched, 0u);
+  EXPECT_EQ(s.counts(0, 1).touched, 0u);
+  EXPECT_EQ(s.counts(1, 1).touched, 0u);
+  EXPECT_EQ(s.counts(2, 1).touched, 1u);
+  EXPECT_EQ(s.counts(2, 1).touched_fraction(), 1.0);
+  EXPECT_EQ(s.stats().faults_claimed, 3u);
+  EXPECT_EQ(s.stats().faults_chained, 0u);
+  s.reset_counts();
+  EXPECT_EQ(s.counts(0, 0).armed, 0u);
+  s.stop();
+}
+
+TEST(SoftwareSampler, WindowRotatesAndStaysInsideTheRegion) {
+  // A region that starts 100 bytes into a page and ends 100 bytes into another: only the 3 whole
+  // pages in between may ever be protected.
+  Mapping m(5);
+  ASSERT_TRUE(m.base);
+  SoftwareSampler s;
+  ASSERT_TRUE(s.start({}, nullptr));
+  const SampleRegion r{reinterpret_cast<uintptr_t>(m.base) + 100, 4 * kPage, 7};
+  std::vector<int> hits(5, 0);
+  for (uint32_t phase = 0; phase < 6; ++phase) {
+    ASSERT_EQ(s.arm({r}, phase), 1u);
+    // The partial pages at both ends never fault.
+    m.base[0] = 1;
+    m.base[4 * kPage + 50] = 1;
+    EXPECT_EQ(s.stats().armed_now, 1u);
+    for (int p = 1; p <= 3; ++p) {
+      m.base[p * kPage] = 1;
+      if (s.stats().armed_now == 0) {
+        ++hits[p];
+        break;
+      }
+    }
+    EXPECT_EQ(s.counts(7, phase).touched, 1u);
+  }
+  EXPECT_EQ(hits[0] + hits[4], 0);
+  EXPECT_EQ(hits[1], 2);  // six arms rotate over the three pages
+  EXPECT_EQ(hits[2], 2);
+  EXPECT_EQ(hits[3], 2);
+  // No whole page at all: skipped, not armed.
+  EXPECT_EQ(s.arm({SampleRegion{reinterpret_cast<uintptr_t>(m.base) + 1, kPage, 8}}, 0), 0u);
+  EXPECT_EQ(s.stats().skipped_small, 1u);
+  s.stop();
+}
+
+TEST(SoftwareSampler, BoundsWindowsSlotsAndPhases) {
+  Mapping a(4), b(4), c(4);
+  SoftwareSamplerOptions opt;
+  opt.max_windows = 2;
+  opt.max_slots = 8;
+  opt.max_phases = 4;
+  opt.window_pages = 8;  // larger than the regions: the whole region is the window
+  SoftwareSampler s;
+  ASSERT_TRUE(s.start(opt, nullptr));
+  EXPECT_EQ(s.arm({region_of(a, 0), region_of(b, 1), region_of(c, 2)}, 0), 2u);
+  EXPECT_EQ(s.stats().skipped_capacity, 1u);
+  EXPECT_EQ(s.counts(0, 0).armed_pages, 4u);
+  EXPECT_EQ(s.arm({region_of(a, 8)}, 0), 0u);
+  EXPECT_EQ(s.arm({region_of(a, 0)}, 4), 0u);
+  EXPECT_EQ(s.stats().skipped_range, 2u);
+  SoftwareSampler other;
+  std::string err;
+  EXPECT_FALSE(other.start({}, &err));
+  EXPECT_NE(err.find("another sampler"), std::string::npos) << err;
+  s.stop();
+  EXPECT_TRUE(other.start({}, &err)) << err;
+}
+
+TEST(SoftwareSampler, ReleaseRestoresWithoutCounting) {
+  Mapping a(8);
+  SoftwareSampler s;
+  ASSERT_TRUE(s.start({}, nullptr));
+  s.arm({region_of(a, 3)}, 2);
+  s.release(3);
+  write_all(a.base, a.len, 9);
+  EXPECT_EQ(s.counts(3, 2).armed, 1u);
+  EXPECT_EQ(s.counts(3, 2).touched, 0u);
+  EXPECT_EQ(s.stats().faults_claimed, 0u);
+  s.stop();
+}
+
+// HAZARD: the kernel does not fault on a protected user buffer inside a system call; read(2) fails
+// with EFAULT. The owner must unprotect program buffers before such calls.
+TEST(SoftwareSampler, SyscallIntoProtectedWindowGetsEfaultUntilUnprotected) {
+  Mapping a(1);
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  ASSERT_EQ(write(fds[1], "0123456789", 10), 10);
+  SoftwareSampler s;
+  ASSERT_TRUE(s.start({}, nullptr));
+  ASSERT_EQ(s.arm({region_of(a, 0)}, 0), 1u);
+  errno = 0;
+  EXPECT_EQ(read(fds[0], a.base, 10), -1);
+  EXPECT_EQ(errno, EFAULT);
+  s.unprotect(reinterpret_cast<uintptr_t>(a.base) + 5, 1, /*count_as_touch=*/true);
+  EXPECT_EQ(read(fds[0], a.base, 10), 10);
+  EXPECT_EQ(std::memcmp(a.base, "0123456789", 10), 0);
+  EXPECT_EQ(s.counts(0, 0).touched, 1u);
+  EXPECT_EQ(s.counts(0, 0).written, 1u);
+  s.stop();
+  close(fds[0]);
+  close(fds[1]);
+}
+
+TEST(SoftwareSampler, ConcurrentThreadsTouchingArmedWindows) {
+  constexpr int kThreads = 4, kRegions = 32, kPhases = 20;
+  std::vector<std::unique_ptr<Mapping>> maps;
+  std::vector<SampleRegion> regions;
+  for (int i = 0; i < kRegions; ++i) {
+    maps.push_back(std::make_unique<Mapping>(8));
+    regions.push_back(region_of(*maps.back(), static_cast<uint32_t>(i)));
+  }
+  SoftwareSamplerOptions opt;
+  opt.window_pages = 2;
+  SoftwareSampler s;
+  ASSERT_TRUE(s.start(opt, nullptr));
+  for (uint32_t phase = 0; phase < kPhases; ++phase) {
+    s.arm(regions, phase);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        for (int i = 0; i < kRegions; ++i) {
+          char* base = maps[(i + t) % kRegions]->base;
+          for (size_t off = 0; off < 8 * kPage; off += kPage) base[off + t] = static_cast<char>(phase + t);
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    for (int i = 0; i < kRegions; ++i) {
+      for (size_t off = 0; off < 8 * kPage; off += kPage) {
+        for (int t = 0; t < kThreads; ++t) ASSERT_EQ(maps[i]->base[off + t], static_cast<char>(phase + t));
+      }
+    }
+  }
+  s.disarm();
+  for (int i = 0; i < kRegions; ++i) {
+    for (uint32_t phase = 0; phase < kPhases; ++phase) {
+      EXPECT_EQ(s.counts(i, phase).armed, 1u);
+      EXPECT_EQ(s.counts(i, phase).touched, 1u) << i << " " << phase;
+      EXPECT_EQ(s.counts(i, phase).written, 1u);
+    }
+  }
+  EXPECT_EQ(s.stats().faults_claimed, uint64_t{kRegions} * kPhases);
+  EXPECT_EQ(s.stats().faults_chained, 0u);
+  s.stop();
+}
+
+// Threads keep touching while the owner re-arms: exercises the races between a fault and a restore
+// (retry paths). Nothing may reach the program's handler, data must stay intact.
+TEST(SoftwareSampler, RearmingWhileThreadsTouch) {
+  constexpr int kRegions = 16;
+  std::vector<std::unique_ptr<Mapping>> maps;
+  std::vector<SampleRegion> regions;
+  for (int i = 0; i < kRegions; ++i) {
+    maps.push_back(std::make_unique<Mapping>(4));
+    regions.push_back(region_of(*maps.back(), static_cast<uint32_t>(i)));
+  }
+  SoftwareSampler s;
+  ASSERT_TRUE(s.start({}, nullptr));
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> touches{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&, t] {
+      uint64_t n = 0;
+      while (!stop.load(std::memory_order_relaxed)) {
+        for (int i = 0; i < kRegions; ++i) {
+          volatile char* p = maps[i]->base + (n % 4) * kPage + t;
+          *p = static_cast<char>(*p + 1);
+        }
+        ++n;
+      }
+      touches += n;
+    });
+  }
+  for (uint32_t round = 0; round < 2000; ++round) s.arm(regions, round % 64);
+  stop = true;
+  for (auto& th : threads) th.join();
+  s.disarm();
+  const SoftwareSamplerStats st = s.stats();
+  EXPECT_EQ(st.faults_chained, 0u);
+  EXPECT_GT(st.faults_claimed, 0u);
+  uint64_t touched = 0, armed = 0;
+  for (int i = 0; i < kRegions; ++i) {
+    for (uint32_t ph = 0; ph < 64; ++ph) {
+      touched += s.counts(i, ph).touched;
+      armed += s.counts(i, ph).armed;
+    }
+  }
+  EXPECT_EQ(touched, st.faults_claimed);
+  EXPECT_LE(touched, armed);
+  EXPECT_EQ(armed, 2000u * kRegions);
+  s.stop();
+}
+
+// --- Foreign faults, in forked children (gtest death tests) so this process survives. ---
+
+Mapping* g_foreign = nullptr;  // a PROT_NONE page the sampler does not own
+
+void arm_touch_then_fault_foreign(SoftwareSampler& s) {
+  static Mapping mine(2);
+  write_all(mine.base, mine.len, 1);
+  s.arm({region_of(mine, 0)}, 0);
+  write_all(mine.base, mine.len, 2);  // ours: handled silently
+  if (s.counts(0, 0).touched != 1) _exit(3);
+  static Mapping foreign(1);
+  mprotect(foreign.base, foreign.len, PROT_NONE);
+  g_foreign = &foreign;
+  *reinterpret_cast<volatile char*>(foreign.base) = 1;  // not ours
+}
+
+void program_siginfo_handler(int sig, siginfo_t* info, void*) {
+  const bool right = sig == SIGSEGV && info->si_addr == g_foreign->base;
+  _exit(right ? 42 : 4);
+}
+void program_plain_handler(int sig) { _exit(sig == SIGSEGV ? 43 : 4); }
+
+TEST(SoftwareSamplerDeathTest, ForeignFaultReachesHandlerInstalledBefore) {
+  EXPECT_EXIT(
+      {
+        struct sigaction sa = {};
+        sa.sa_sigaction = program_siginfo_handler;
+        sa.sa_flags = SA_SIGINFO;
+        sigaction(SIGSEGV, &sa, nullptr);
+        SoftwareSampler s;
+        if (!s.start({}, nullptr)) _exit(5);
+        arm_touch_then_fault_foreign(s);
+        _exit(6);
+      },
+      ::testing::ExitedWithCode(42), "");
+}
+
+TEST(SoftwareSamplerDeathTest, ForeignFaultReachesHandlerSetLaterThroughTheSampler) {
+  EXPECT_EXIT(
+      {
+        SoftwareSampler s;
+        if (!s.start({}, nullptr)) _exit(5);
+        struct sigaction sa = {};
+        struct sigaction old;
+        sa.sa_handler = program_plain_handler;
+        SoftwareSampler::set_program_handler(sa, &old);
+        if (old.sa_handler != SIG_DFL) _exit(7);
+        arm_touch_then_fault_foreign(s);
+        _exit(6);
+      },
+      ::testing::ExitedWithCode(43), "");
+}
+
+TEST(SoftwareSamplerDeathTest, ForeignFaultWithDefaultDispositionKills) {
+  EXPECT_EXIT(
+      {
+        no_core_dumps();
+        SoftwareSampler s;
+        if (!s.start({}, nullptr)) _exit(5);
+        arm_touch_then_fault_foreign(s);
+        _exit(6);
+      },
+      ::testing::KilledBySignal(SIGSEGV), "");
+}
+
+TEST(SoftwareSamplerDeathTest, ForeignFaultWithIgnoredDispositionStillKills) {
+  EXPECT_EXIT(
+      {
+        no_core_dumps();
+        signal(SIGSEGV, SIG_IGN);
+        SoftwareSampler s;
+        if (!s.start({}, nullptr)) _exit(5);
+        arm_touch_then_fault_foreign(s);
+        _exit(6);
+      },
+      ::testing::KilledBySignal(SIGSEGV), "");
+}
+
+TEST(SoftwareSamplerDeathTest, RaisedSegvReachesProgramOrKills) {
+  EXPECT_EXIT(
+      {
+        SoftwareSampler s;
+        if (!s.start({}, nullptr)) _exit(5);
+        struct sigaction sa = {};
+        sa.sa_handler = program_plain_handler;
+        SoftwareSampler::set_program_handler(sa, nullptr);
+        raise(SIGSEGV);
+        _exit(6);
+      },
+      ::testing::ExitedWithCode(43), "");
+  EXPECT_EXIT(
+      {
+        no_core_dumps();
+        SoftwareSampler s;
+        if (!s.start({}, nullptr)) _exit(5);
+        raise(SIGSEGV);
+        _exit(6);
+      },
+      ::testing::KilledBySignal(SIGSEGV), "");
+}
+
+TEST(SoftwareSamplerDeathTest, StopGivesTheKernelSlotBackToTheProgram) {
+  EXPECT_EXIT(
+      {
+        SoftwareSampler s;
+        if (!s.start({}, nullptr)) _exit(5);
+        struct sigaction sa = {};
+        sa.sa_handler = program_plain_handler;
+        SoftwareSampler::set_program_handler(sa, nullptr);
+        s.stop();
+        struct sigaction now;
+        sigaction(SIGSEGV, nullptr, &now);
+        if (now.sa_handler != program_plain_handler) _exit(8);
+        raise(SIGSEGV);
+        _exit(6);
+      },
+      ::testing::ExitedWithCode(43), "");
+}
+
+}  // namespace
+}  // namespace sentinel

@@ -1,0 +1,217 @@
+// The page-moving half of the migration engine: runs on the engine thread only, uses the
+// preallocated chunk buffers, allocates nothing.
+#include <numaif.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+
+#include "migrate/engine.h"
+#include "migrate/engine_internal.h"
+
+namespace sentinel::migrate {
+
+namespace {
+
+uint64_t now_ns() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
+bool is_node_error(int err) { return err == ENODEV || err == EINVAL || err == EACCES; }
+
+struct ChunkOutcome {
+  uint64_t moved = 0, absent = 0, busy = 0, nomem = 0, other = 0;
+  int syscall_errno = 0;  // move_pages itself failed
+};
+
+// Whether [addr, addr + len) is entirely mapped: mincore fails with ENOMEM on unmapped holes.
+bool mapped(void* addr, size_t len, unsigned char* scratch) { return mincore(addr, len, scratch) == 0; }
+
+// Moves pages[0..n) (contiguous on entry) to node, retrying busy pages. `pages` is compacted in
+// place during retries. `scratch` holds at least n bytes.
+ChunkOutcome move_chunk(void** pages, int* nodes, int* status, size_t n, int node, int retries,
+                        unsigned char* scratch) {
+  ChunkOutcome out;
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  for (size_t k = 0; k < n; ++k) nodes[k] = node;
+  int chunk_mapped = -1;  // -1 unknown, else bool; only meaningful while pages are contiguous
+  for (int attempt = 0;; ++attempt) {
+    if (move_pages(0, n, pages, nodes, status, MPOL_MF_MOVE) < 0) {
+      if (errno != ENOMEM) {
+        out.syscall_errno = errno;
+        return out;
+      }
+      // Older kernels (e.g. 6.1) fail the whole call with ENOMEM when the target node is full,
+      // leaving the status array unset. Ask where every page is now: those not on the target
+      // count as ENOMEM failures.
+      if (move_pages(0, n, pages, nullptr, status, 0) < 0) {
+        out.syscall_errno = ENOMEM;
+        return out;
+      }
+      for (size_t k = 0; k < n; ++k) {
+        if (status[k] == node) ++out.moved;
+        else if (status[k] == -ENOENT || status[k] == -EFAULT) ++out.absent;
+        else ++out.nomem;
+      }
+      if (out.nomem == 0) out.nomem = 1;  // the kernel said ENOMEM: never report success
+      return out;
+    }
+    size_t again = 0;
+    for (size_t k = 0; k < n; ++k) {
+      int s = status[k];
+      if (s == -EFAULT) {
+        // Kernels before ~6.5 report a page that was never touched (no page table yet, or the
+        // zero page) as -EFAULT, like an unmapped address. Tell them apart with mincore.
+        if (attempt == 0 && chunk_mapped < 0) chunk_mapped = mapped(pages[0], n * page, scratch);
+        bool ok = attempt == 0 ? chunk_mapped == 1 : mapped(pages[k], page, scratch);
+        if (!ok && attempt == 0 && chunk_mapped == 0) ok = mapped(pages[k], page, scratch);
+        s = ok ? -ENOENT : -EFAULT;
+      }
+      if (s == node) {
+        ++out.moved;
+      } else if (s == -ENOENT) {
+        ++out.absent;
+      } else if (s == -ENOMEM) {
+        ++out.nomem;
+      } else if (s == -EBUSY || s == -EAGAIN || s >= 0) {
+        // s >= 0 but another node: the kernel left the page in place for a transient reason.
+        pages[again++] = pages[k];
+      } else {
+        ++out.other;
+      }
+    }
+    if (again == 0) return out;
+    if (attempt >= retries) {
+      out.busy += again;
+      return out;
+    }
+    n = again;
+    sched_yield();  // give whoever holds the page (e.g. a pinned I/O or a fault) a moment
+  }
+}
+
+// The node most pages of the chunk are on now (-1 if none is present).
+int majority_node(void** pages, int* status, size_t n) {
+  if (move_pages(0, n, pages, nullptr, status, 0) < 0) return -1;
+  int best = -1, best_count = 0;
+  for (size_t k = 0; k < n; ++k) {
+    if (status[k] < 0) continue;
+    int c = 0;
+    for (size_t j = k; j < n && c <= static_cast<int>(n / 2); ++j) c += status[j] == status[k];
+    if (c > best_count) best = status[k], best_count = c;
+    if (best_count > static_cast<int>(n / 2)) break;
+  }
+  return best;
+}
+
+}  // namespace
+
+void Engine::execute(uint32_t i) {
+  Slot& s = slots_[i];
+  const uint64_t t0 = now_ns();
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t start = s.addr & ~(page - 1);
+  const uintptr_t end = (s.addr + s.len + page - 1) & ~(page - 1);
+  const size_t npages = (end - start) / page;
+  const int node = s.target;
+
+  MoveResult r;
+  r.target_node = node;
+  r.pages = npages;
+  int origin = -1;
+  size_t done_pages = 0;  // pages of the extent processed so far
+  bool nomem = false;
+  for (size_t off = 0; off < npages;) {
+    if (s.cancel_requested.load(std::memory_order_relaxed)) {
+      r.cancel_requested = true;
+      break;
+    }
+    const size_t n = std::min(config_.chunk_pages, npages - off);
+    for (size_t k = 0; k < n; ++k) pages_[k] = reinterpret_cast<void*>(start + (off + k) * page);
+    if (off == 0 && config_.rollback_on_nomem) {
+      origin = majority_node(pages_.get(), origin_.get(), n);
+    }
+    ChunkOutcome c = move_chunk(pages_.get(), nodes_.get(), status_.get(), n, node, config_.busy_retries,
+                                incore_.get());
+    if (c.syscall_errno != 0) {
+      r.reason = is_node_error(c.syscall_errno) ? FailReason::kInvalidNode : FailReason::kSyscall;
+      r.pages_failed += n;
+      stats_.pages_other_error.fetch_add(n, std::memory_order_relaxed);
+      break;
+    }
+    r.pages_moved += c.moved;
+    r.pages_absent += c.absent;
+    r.pages_failed += c.busy + c.nomem + c.other;
+    stats_.pages_busy.fetch_add(c.busy, std::memory_order_relaxed);
+    stats_.pages_nomem.fetch_add(c.nomem, std::memory_order_relaxed);
+    stats_.pages_other_error.fetch_add(c.other, std::memory_order_relaxed);
+    stats_.pages_absent.fetch_add(c.absent, std::memory_order_relaxed);
+    off += n;
+    done_pages = off;
+    if (c.nomem > 0) {
+      nomem = true;
+      r.reason = FailReason::kNoMemory;
+      break;
+    }
+    if (r.reason == FailReason::kNone && c.busy > 0) r.reason = FailReason::kBusy;
+    if (r.reason == FailReason::kNone && c.other > 0) r.reason = FailReason::kFault;
+  }
+
+  if (nomem && config_.rollback_on_nomem && origin >= 0 && origin != node) {
+    // The target is full: send what we moved back, so the object is whole on its original node
+    // rather than split across two (its accounting stays "where it was").
+    uint64_t back = 0;
+    for (size_t off = 0; off < done_pages;) {
+      const size_t n = std::min(config_.chunk_pages, done_pages - off);
+      for (size_t k = 0; k < n; ++k) pages_[k] = reinterpret_cast<void*>(start + (off + k) * page);
+      ChunkOutcome c = move_chunk(pages_.get(), nodes_.get(), status_.get(), n, origin, config_.busy_retries,
+                                  incore_.get());
+      back += c.moved;
+      off += n;
+    }
+    r.rolled_back = true;
+    r.pages_moved = back >= r.pages_moved ? 0 : r.pages_moved - back;
+    stats_.rollbacks.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  if (r.cancel_requested) {
+    r.state = State::kCancelled;
+  } else if (r.reason != FailReason::kNone) {
+    r.state = State::kFailed;
+  } else {
+    r.state = State::kDone;
+    if (config_.set_policy && npages > 0 && node >= 0 && node < 1024) {
+      // Pages never touched yet (absent) must also fault in on the target node.
+      unsigned long mask[1024 / (8 * sizeof(unsigned long))] = {};
+      mask[node / (8 * sizeof(unsigned long))] |= 1ul << (node % (8 * sizeof(unsigned long)));
+      mbind(reinterpret_cast<void*>(start), npages * page, config_.bind_policy ? MPOL_BIND : MPOL_PREFERRED, mask,
+            1024, 0);
+    }
+  }
+  account(r, now_ns() - t0);
+  finish(i, r);
+}
+
+void Engine::account(const MoveResult& r, uint64_t elapsed_ns) {
+  stats_.move_ns.fetch_add(elapsed_ns, std::memory_order_relaxed);
+  if (r.state == State::kFailed) stats_.moves_failed.fetch_add(1, std::memory_order_relaxed);
+  if (r.state != State::kDone) return;
+  stats_.moves_done.fetch_add(1, std::memory_order_relaxed);
+  const uint64_t bytes = r.pages_moved * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  if (config_.slow_node >= 0 && r.target_node == config_.slow_node) {
+    stats_.objects_to_slow.fetch_add(1, std::memory_order_relaxed);
+    stats_.bytes_to_slow.fetch_add(bytes, std::memory_order_relaxed);
+  } else if (config_.slow_node >= 0 && r.target_node == config_.fast_node) {
+    stats_.objects_to_fast.fetch_add(1, std::memory_order_relaxed);
+    stats_.bytes_to_fast.fetch_add(bytes, std::memory_order_relaxed);
+  } else {
+    stats_.objects_other.fetch_add(1, std::memory_order_relaxed);
+    stats_.bytes_other.fetch_add(bytes, std::memory_order_relaxed);
+  }
+}
+
+}  // namespace sentinel::migrate

@@ -1,0 +1,88 @@
+// In the guest with a small node 1 (SENTINEL_GUEST_NODE1_MB=256): once node 1 is full, moves to it
+// fail with ENOMEM, are counted, roll back, and the data stays intact and readable.
+#include <numaif.h>
+
+#include <map>
+#include <string>
+
+#include "guest_util.h"
+#include "migrate/engine.h"
+
+namespace sentinel {
+namespace {
+
+using migrate::testing::Mapping;
+constexpr auto kForever = std::chrono::hours(1);
+
+std::string histogram(const Mapping& m) {
+  std::map<int, int> h;
+  for (int n : migrate::testing::page_nodes(m.addr, m.len)) h[n]++;
+  std::string s = "pages by node/status:";
+  for (auto& [k, v] : h) s += " " + std::to_string(k) + ":" + std::to_string(v);
+  return s;
+}
+
+TEST(GuestFailure, FullSlowNodeGivesCountedEnomemAndIntactData) {
+  SENTINEL_REQUIRE_TWO_NODES();
+  long long node1 = numa_node_size64(1, nullptr);
+  if (node1 > (1ll << 30)) GTEST_SKIP() << "node 1 is large; run with SENTINEL_GUEST_NODE1_MB=256";
+  // Fill node 1: preferred placement falls back to node 0 once node 1 reaches its watermarks, so
+  // this cannot OOM the guest.
+  Mapping filler(static_cast<size_t>(node1) + (64 << 20));
+  ASSERT_TRUE(filler.ok());
+  unsigned long mask = 1ul << 1;
+  ASSERT_EQ(mbind(filler.addr, filler.len, MPOL_PREFERRED, &mask, 8 * sizeof(mask), 0), 0);
+  std::memset(filler.addr, 0x5a, filler.len);
+  long long free1 = 0;
+  numa_node_size64(1, &free1);
+  std::printf("node 1: %lld MiB, free after filling %lld MiB\n", node1 >> 20, free1 >> 20);
+
+  Mapping obj(64 << 20);
+  unsigned long node0 = 1ul;  // start the object on node 0 whatever the fallback did
+  ASSERT_EQ(mbind(obj.addr, obj.len, MPOL_BIND, &node0, 8 * sizeof(node0), 0), 0);
+  obj.fill(77);
+  ASSERT_EQ(migrate::testing::pages_on(obj.addr, obj.len, 0), obj.len / 4096) << histogram(obj);
+  migrate::EngineConfig cfg;
+  cfg.fast_node = 0;
+  cfg.slow_node = 1;
+  migrate::Engine e(cfg);
+  std::string err;
+  ASSERT_TRUE(e.start(&err)) << err;
+  migrate::MoveResult r;
+  ASSERT_EQ(e.wait(e.enqueue(1, 1, obj.addr, obj.len, 1, migrate::Priority::kEvict), kForever, &r),
+            migrate::State::kFailed);
+  EXPECT_EQ(r.reason, migrate::FailReason::kNoMemory) << migrate::to_string(r.reason);
+  EXPECT_TRUE(r.rolled_back);
+  auto s = e.snapshot();
+  EXPECT_GT(s.pages_nomem, 0u);
+  EXPECT_EQ(s.moves_failed, 1u);
+  EXPECT_EQ(s.rollbacks, 1u);
+  EXPECT_EQ(s.objects_to_slow, 0u);
+  EXPECT_TRUE(obj.check(77));
+  // Rolled back: the object is whole on node 0 again.
+  EXPECT_EQ(migrate::testing::pages_on(obj.addr, obj.len, 0), obj.len / 4096);
+
+  // With rollback off the object is left split, and the result says how much moved.
+  migrate::EngineConfig keep = cfg;
+  keep.rollback_on_nomem = false;
+  migrate::Engine e2(keep);
+  ASSERT_TRUE(e2.start(&err)) << err;
+  ASSERT_EQ(e2.wait(e2.enqueue(1, 1, obj.addr, obj.len, 1, migrate::Priority::kEvict), kForever, &r),
+            migrate::State::kFailed);
+  EXPECT_EQ(r.reason, migrate::FailReason::kNoMemory);
+  EXPECT_FALSE(r.rolled_back);
+  EXPECT_EQ(migrate::testing::pages_on(obj.addr, obj.len, 1), r.pages_moved);
+  EXPECT_TRUE(obj.check(77));
+
+  // Once node 1 has room again, the same move succeeds.
+  munmap(filler.addr, filler.len);
+  filler.addr = static_cast<char*>(MAP_FAILED);
+  ASSERT_EQ(e.wait(e.enqueue(1, 1, obj.addr, obj.len, 1, migrate::Priority::kEvict), kForever, &r),
+            migrate::State::kDone)
+      << migrate::to_string(r.reason);
+  EXPECT_EQ(migrate::testing::pages_on(obj.addr, obj.len, 1), obj.len / 4096);
+  EXPECT_TRUE(obj.check(77));
+}
+
+}  // namespace
+}  // namespace sentinel

@@ -1,0 +1,69 @@
+// The cost model: replays a Plan over a profile on a MemorySystem and returns the modeled step time,
+// the fast-tier residency at every event, migrated bytes and late prefetches. docs/tier-model.md
+// states the formulas, assumptions and limits; in short, for every phase k of the step:
+//
+//   time(k) = stall(k) + duration(k) + max(latency_extra(k), bandwidth_extra(k))
+//   latency_extra(k)   = slow_reads(k) * (slow.latency - fast.latency) / mlp
+//   bandwidth_extra(k) = max(0, slow_bytes_read(k)/slow.read_bw + slow_bytes_written(k)/slow.write_bw
+//                               - duration(k))
+//   stall(k)           = wait at the phase start for prefetches of objects accessed in phase k
+//
+// duration(k) is the phase duration measured on DRAM only. Migrations run in the background on one
+// FIFO channel at migration_bw. The replay runs `steps` steps back to back (the channel carries its
+// backlog from one step to the next) and reports the last one; residency is checked in every step.
+//
+// Monotonicity (why the planner can check its budget with slow_penalty = stalls = false): with longer
+// phases every migration completes at the same or an earlier event, so the fast-tier residency at
+// every event can only go down. A plan within budget at measured durations is within budget under any
+// tier model.
+//
+// Thread safety: pure functions of their arguments.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "plan/plan.h"
+#include "plan/profile_index.h"
+#include "plan/tier_model.h"
+
+namespace sentinel {
+
+struct SimOptions {
+  uint32_t steps = 3;          // steps replayed; the last is reported
+  bool slow_penalty = true;    // add the slow-tier extra time to phases
+  bool stalls = true;          // wait for late prefetches
+  uint64_t budget_bytes = 0;   // residency above it is counted as a violation (0: no check)
+  bool record_moves = false;   // fill SimResult::move_* (the planner's repair loop needs them)
+};
+
+struct SimResult {
+  // Last replayed step.
+  double step_ns = 0;
+  double base_ns = 0;          // sum of measured phase durations
+  double slow_extra_ns = 0;
+  double stall_ns = 0;
+  uint64_t migrated_bytes = 0;
+  uint32_t migrations = 0;     // effective (non-no-op) migrations
+  uint32_t late_prefetches = 0;
+  uint32_t noop_moves = 0;
+  // All replayed steps.
+  uint64_t dram_peak_bytes = 0;
+  uint32_t budget_violations = 0;  // (step, phase) pairs with residency above budget_bytes
+  uint32_t first_violation_phase = 0;
+  std::vector<uint64_t> residency;  // per phase: max over the replayed steps
+  // With record_moves, per move of the plan in flattened order (events[0] moves, events[1] ...):
+  std::vector<uint32_t> move_busy_phases;  // evictions: phases the copy kept fast memory (max)
+  std::vector<double> move_stall_ns;       // prefetches: stall caused in the last step
+};
+
+// Flattened move index of events[k][i].
+std::vector<uint32_t> move_offsets(const Plan& plan);
+
+// Returns false with *error when the plan does not fit the profile (period differs, a move names a
+// tag the profile does not have).
+bool simulate_plan(const ProfileIndex& index, const Plan& plan, const MemorySystem& mem,
+                   const SimOptions& options, SimResult* out, std::string* error);
+
+}  // namespace sentinel

@@ -1,0 +1,373 @@
+#include "plan/planner.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+
+#include "plan/budget_repair.h"
+#include "plan/channel_model.h"
+#include "plan/cost_model.h"
+#include "plan/occupancy_tree.h"
+#include "plan/planner_windows.h"
+
+namespace sentinel {
+namespace {
+
+using plan_detail::Window;
+
+uint32_t occ_len(const Window& w, uint32_t P) {
+  return static_cast<uint32_t>(std::clamp<int64_t>(w.occ_end - w.start, 1, P));
+}
+
+// Builds the plan of the selected windows. move_window[id] = window of flattened move id.
+Plan build_plan(const ProfileIndex& index, const std::vector<Window>& win, std::vector<int64_t>* move_window) {
+  const uint32_t P = index.period();
+  Plan plan;
+  plan.policy = "sentinel";
+  plan.period = P;
+  plan.events.assign(P, {});
+  for (const ObjectView& o : index.objects()) plan.birth_tier[o.tag] = Tier::kSlow;
+  struct Item { uint32_t event; int kind_rank; uint64_t deadline; Move move; int64_t window; };
+  std::vector<Item> items;
+  for (size_t j = 0; j < win.size(); ++j) {
+    const Window& w = win[j];
+    if (!w.selected) continue;
+    const ObjectView& o = index.object(w.obj);
+    if (w.born_fast || w.always) plan.birth_tier[o.tag] = Tier::kFast;
+    if (w.always) continue;
+    if (!w.born_fast) {
+      uint32_t ev = plan_detail::abs_phase(index, o, w.start);
+      uint64_t deadline = plan_detail::span_ns(index, o, w.start, w.first_use);
+      items.push_back({ev, 0, deadline, Move{o.tag, MoveKind::kPrefetch}, static_cast<int64_t>(j)});
+    }
+    if (w.evict)
+      items.push_back({plan_detail::abs_phase(index, o, w.last_use + 1), 1, 0,
+                       Move{o.tag, MoveKind::kEvict}, static_cast<int64_t>(j)});
+  }
+  // Within an event: prefetches first, most urgent first, then evictions.
+  std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
+    if (a.event != b.event) return a.event < b.event;
+    if (a.kind_rank != b.kind_rank) return a.kind_rank < b.kind_rank;
+    return a.deadline < b.deadline;
+  });
+  move_window->clear();
+  for (const Item& it : items) {
+    plan.events[it.event].push_back(it.move);
+    move_window->push_back(it.window);
+  }
+  normalize_plan(index, &plan);  // persistent objects: birth tier = tier at the step boundary
+  return plan;
+}
+
+// Admits a window if its prefetch can finish before the first use and the occupancy (prefetch start
+// to eviction done, both estimated on the channel model) fits the budget at every phase.
+bool admit_window(const ProfileIndex& index, const MemorySystem& mem, uint64_t budget, Window* w,
+                  OccupancyTree* tree, plan_detail::ChannelModel* channel) {
+  const uint32_t P = index.period();
+  const ObjectView& o = index.object(w->obj);
+  const double copy = mem.migration_ns(static_cast<double>(o.size));
+  int64_t start = w->start;
+  bool born_fast = w->born_fast || w->always;
+  if (!born_fast) {
+    bool on_time = false;
+    for (int attempt = 0; attempt < 8 && !on_time; ++attempt) {
+      uint32_t j = channel->fill(plan_detail::abs_phase(index, o, start), copy, false);
+      int64_t done = start + static_cast<int64_t>(j);
+      if (j < P && done < w->first_use) {
+        on_time = true;
+        break;
+      }
+      int64_t earlier = std::max(w->lo, start - std::max<int64_t>(1, done - (w->first_use - 1)));
+      if (earlier == start) break;
+      start = earlier;
+    }
+    if (!on_time) {
+      if (o.cyclic || w->lo > 1) return false;
+      born_fast = true;  // no time to prefetch after birth: allocate it fast instead
+      start = 0;
+    }
+  }
+  int64_t occ_end = w->occ_end;
+  uint32_t evict_phases = 0;
+  if (w->evict) {
+    evict_phases = channel->fill(plan_detail::abs_phase(index, o, w->last_use + 1), copy, false);
+    if (evict_phases >= P) return false;
+    occ_end = w->last_use + 1 + evict_phases + 1;  // through the phase the copy completes in
+    if (!o.cyclic) occ_end = std::min<int64_t>(occ_end, o.life);
+  }
+  if (o.cyclic) occ_end = std::min<int64_t>(occ_end, start + P);
+  const uint32_t abs_start = plan_detail::abs_phase(index, o, start);
+  const uint32_t len = static_cast<uint32_t>(std::clamp<int64_t>(occ_end - start, 1, P));
+  if (!tree->fits(abs_start, len, o.size, budget)) return false;
+  if (!born_fast) channel->fill(abs_start, copy, true);
+  if (w->evict) channel->fill(plan_detail::abs_phase(index, o, w->last_use + 1), copy, true);
+  tree->add(abs_start, len, static_cast<int64_t>(o.size));
+  w->start = start;
+  w->born_fast = born_fast;
+  w->occ_end = occ_end;
+  w->selected = true;
+  return true;
+}
+
+// With budget to spare, holding an object in fast memory beats moving it: merge consecutive selected
+// windows of an object (no eviction and prefetch between them) and keep objects whose windows were
+// not worth a migration fast for their whole lifetime. Cheapest extra byte-phases first.
+void upgrade_holds(const ProfileIndex& index, uint64_t budget,
+                   std::vector<Window>* win, OccupancyTree* tree) {
+  const uint32_t P = index.period();
+  std::vector<std::vector<size_t>> by_obj(index.objects().size());
+  for (size_t j = 0; j < win->size(); ++j) by_obj[(*win)[j].obj].push_back(j);
+  struct Cand { double density; uint32_t obj; };
+  std::vector<Cand> cands;
+  for (uint32_t i = 0; i < by_obj.size(); ++i) {
+    const ObjectView& o = index.object(i);
+    if (o.total_accesses == 0 || by_obj[i].empty()) continue;
+    double occupied = 0, value = 0;
+    bool all_selected = true;
+    for (size_t j : by_obj[i]) {
+      const Window& w = (*win)[j];
+      value += w.access_value;
+      if (w.selected) occupied += static_cast<double>(occ_len(w, P));
+      else all_selected = false;
+    }
+    const double life = o.cyclic ? P : o.life;
+    const double extra = std::max(1.0, life - occupied);
+    if (all_selected && occupied >= life) continue;
+    cands.push_back({value / (static_cast<double>(o.size) * extra), i});
+  }
+  std::sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& b) { return a.density > b.density; });
+  for (const Cand& c : cands) {
+    const ObjectView& o = index.object(c.obj);
+    const uint32_t start = o.cyclic ? 0 : o.birth, len = o.cyclic ? P : o.life;
+    // Take the object's windows out, try the whole lifetime, put them back if it does not fit.
+    for (size_t j : by_obj[c.obj]) {
+      const Window& w = (*win)[j];
+      if (w.selected) tree->add(plan_detail::abs_phase(index, o, w.start), occ_len(w, P), -static_cast<int64_t>(o.size));
+    }
+    if (tree->fits(start, len, o.size, budget)) {
+      tree->add(start, len, static_cast<int64_t>(o.size));
+      Window whole = (*win)[by_obj[c.obj].front()];
+      for (size_t j : by_obj[c.obj]) (*win)[j].selected = false;
+      double value = 0;
+      for (size_t j : by_obj[c.obj]) value += (*win)[j].access_value;
+      whole.start = 0;
+      whole.occ_end = len;
+      whole.born_fast = true;
+      whole.always = o.cyclic;
+      whole.evict = false;
+      whole.first_use = o.accesses.front().offset;
+      whole.last_use = o.accesses.back().offset;
+      whole.access_value = value;
+      whole.selected = true;
+      (*win)[by_obj[c.obj].front()] = whole;
+    } else {
+      for (size_t j : by_obj[c.obj]) {
+        const Window& w = (*win)[j];
+        if (w.selected) tree->add(plan_detail::abs_phase(index, o, w.start), occ_len(w, P), static_cast<int64_t>(o.size));
+      }
+    }
+  }
+}
+
+void select_windows(const ProfileIndex& index, const MemorySystem& mem, const PlannerConfig& cfg,
+                    uint64_t budget, std::vector<Window>* win, OccupancyTree* tree) {
+  const uint32_t P = index.period();
+  // Reserved share for short-lived objects: their peak, at most short_reserve_max_share of budget.
+  std::vector<int64_t> short_diff(P + 1, 0);
+  for (const Window& w : *win) {
+    if (!w.short_lived) continue;
+    const ObjectView& o = index.object(w.obj);
+    uint32_t b = o.birth, e = o.birth + o.life;
+    short_diff[b] += static_cast<int64_t>(o.size);
+    if (e <= P) short_diff[e] -= static_cast<int64_t>(o.size);
+    else { short_diff[P] -= static_cast<int64_t>(o.size); short_diff[0] += static_cast<int64_t>(o.size); short_diff[e - P] -= static_cast<int64_t>(o.size); }
+  }
+  int64_t run = 0, short_peak = 0;
+  for (uint32_t k = 0; k < P; ++k) short_peak = std::max(short_peak, run += short_diff[k]);
+  const uint64_t reserve = std::min<uint64_t>(static_cast<uint64_t>(short_peak),
+                                              static_cast<uint64_t>(cfg.short_reserve_max_share * budget));
+  std::vector<size_t> order(win->size());
+  for (size_t j = 0; j < order.size(); ++j) order[j] = j;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return (*win)[a].density > (*win)[b].density;
+  });
+  OccupancyTree short_tree(P);
+  for (size_t j : order) {
+    Window& w = (*win)[j];
+    if (!w.short_lived) continue;
+    const ObjectView& o = index.object(w.obj);
+    uint32_t start = plan_detail::abs_phase(index, o, w.start), len = occ_len(w, P);
+    if (short_tree.fits(start, len, o.size, reserve) && tree->fits(start, len, o.size, budget)) {
+      w.selected = true;
+      short_tree.add(start, len, static_cast<int64_t>(o.size));
+      tree->add(start, len, static_cast<int64_t>(o.size));
+    }
+  }
+  plan_detail::ChannelModel channel(index);
+  for (size_t j : order) {
+    Window& w = (*win)[j];
+    if (w.selected || w.benefit <= 0) continue;
+    if (!admit_window(index, mem, budget, &w, tree, &channel)) continue;
+  }
+  upgrade_holds(index, budget, win, tree);
+}
+
+// Replays the plan (measured durations) and moves late prefetches earlier where the budget allows.
+void fix_late_prefetches(const ProfileIndex& index, const MemorySystem& mem, const PlannerConfig& cfg,
+                         uint64_t budget, std::vector<Window>* win, OccupancyTree* tree) {
+  const uint32_t P = index.period();
+  for (uint32_t round = 0; round < cfg.late_fix_rounds; ++round) {
+    std::vector<int64_t> move_window;
+    Plan plan = build_plan(index, *win, &move_window);
+    SimOptions opt;
+    opt.slow_penalty = false;
+    opt.steps = cfg.sim_steps;
+    opt.record_moves = true;
+    SimResult r;
+    if (!simulate_plan(index, plan, mem, opt, &r, nullptr) || r.late_prefetches == 0) return;
+    bool changed = false;
+    for (size_t id = 0; id < r.move_stall_ns.size() && id < move_window.size(); ++id) {
+      if (r.move_stall_ns[id] <= 0) continue;
+      Window& w = (*win)[move_window[id]];
+      if (w.born_fast || w.start <= w.lo) continue;
+      const ObjectView& o = index.object(w.obj);
+      const double need = 1.25 * r.move_stall_ns[id];
+      int64_t p = w.start;
+      double acc = 0;
+      while (p > w.lo && acc < need) {
+        --p;
+        acc += static_cast<double>(index.duration(plan_detail::abs_phase(index, o, p)));
+      }
+      bool to_birth = !o.cyclic && p <= 1 && w.lo <= 1;
+      if (to_birth) p = 0;
+      uint32_t ext_start = plan_detail::abs_phase(index, o, p);
+      uint32_t ext_len = static_cast<uint32_t>(std::min<int64_t>(w.start - p, P));
+      if (ext_len == 0 || !tree->fits(ext_start, ext_len, o.size, budget)) continue;
+      tree->add(ext_start, ext_len, static_cast<int64_t>(o.size));
+      w.start = p;
+      if (to_birth) w.born_fast = true;
+      changed = true;
+    }
+    if (!changed) return;
+  }
+}
+
+std::string human_bytes(uint64_t b) {
+  char buf[32];
+  if (b >= (1ull << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", b / double(1ull << 30));
+  else if (b >= (1ull << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", b / double(1ull << 20));
+  else std::snprintf(buf, sizeof buf, "%" PRIu64 " B", b);
+  return buf;
+}
+
+}  // namespace
+
+uint64_t resolve_budget(const PlannerConfig& config, const ProfileIndex& index) {
+  if (config.budget_bytes > 0) return config.budget_bytes;
+  return static_cast<uint64_t>(std::max(0.0, config.budget_fraction) * static_cast<double>(index.peak_bytes()));
+}
+
+void fill_summary(const ProfileIndex& index, const MemorySystem& mem, uint64_t budget, Plan* plan) {
+  PlanSummary& s = plan->summary;
+  s.budget_bytes = budget;
+  // Measured durations are the worst case for residency (no stalls either, see cost_model.h) and
+  // for lateness (with stalls, so one late prefetch does not make every later one look late).
+  uint64_t peak = 0;
+  check_plan_budget(index, *plan, mem, budget, &peak);
+  s.expected_dram_peak_bytes = peak;
+  SimOptions check;
+  check.slow_penalty = false;
+  SimResult r;
+  if (simulate_plan(index, *plan, mem, check, &r, nullptr)) {
+    s.migrated_bytes_per_step = r.migrated_bytes;
+    s.late_prefetch_risk = r.late_prefetches;
+  }
+  SimResult modeled;
+  if (simulate_plan(index, *plan, mem, SimOptions{}, &modeled, nullptr)) s.modeled_step_ns = modeled.step_ns;
+  s.prefetches = s.evictions = 0;
+  for (const auto& ev : plan->events)
+    for (const Move& m : ev) (m.kind == MoveKind::kPrefetch ? s.prefetches : s.evictions) += 1;
+}
+
+bool plan_sentinel(const ProfileIndex& index, const MemorySystem& mem, const PlannerConfig& cfg,
+                   Plan* out, std::string* error) {
+  if (!validate_memory_system(mem, error)) return false;
+  if (cfg.gap_slack <= 0 || cfg.prefetch_slack <= 0 || cfg.short_reserve_max_share < 0 ||
+      cfg.short_reserve_max_share > 1) {
+    if (error != nullptr) *error = "planner config: slack factors must be > 0, "
+                                   "short_reserve_max_share in [0, 1]";
+    return false;
+  }
+  const uint32_t P = index.period();
+  const uint64_t budget = resolve_budget(cfg, index);
+  std::vector<Window> win = plan_detail::build_windows(index, mem, cfg);
+  OccupancyTree tree(P);
+  select_windows(index, mem, cfg, budget, &win, &tree);
+  fix_late_prefetches(index, mem, cfg, budget, &win, &tree);
+  std::vector<int64_t> move_window;
+  Plan plan = build_plan(index, win, &move_window);
+  RepairStats repair;
+  if (!enforce_budget(index, mem, budget, &plan, &repair, error)) return false;
+
+  // Never worse than leaving everything slow: drop windows whose prefetches stay late if the model
+  // says the plan loses to all-slow (dropping migrations never makes another one later).
+  Plan slow;
+  slow.period = P;
+  slow.events.assign(P, {});
+  SimResult rs, rp;
+  SimOptions model;
+  model.steps = cfg.sim_steps;
+  model.record_moves = true;
+  simulate_plan(index, slow, mem, model, &rs, nullptr);
+  simulate_plan(index, plan, mem, model, &rp, nullptr);
+  std::string notes;
+  if (rp.step_ns > rs.step_ns) {
+    std::vector<FastInterval> iv = fast_intervals(index, plan, mem, {});
+    std::vector<FastInterval> late;
+    for (const FastInterval& f : iv)
+      if (f.start_move >= 0 && rp.move_stall_ns[f.start_move] > 0) late.push_back(f);
+    drop_intervals(index, late, &plan);
+    simulate_plan(index, plan, mem, model, &rp, nullptr);
+    if (rp.step_ns > rs.step_ns) {
+      for (auto& e : plan.events) e.clear();
+      for (auto& [tag, tier] : plan.birth_tier) tier = Tier::kSlow;
+      notes += "fell back to all-slow: migrations could not be made in time; ";
+    } else {
+      notes += "dropped " + std::to_string(late.size()) + " windows with late prefetches; ";
+    }
+  }
+  if (repair.dropped_intervals > 0)
+    notes += "budget repair dropped " + std::to_string(repair.dropped_intervals) + " windows; ";
+
+  // Budget adequacy: the objects the policy must keep fast but cannot.
+  uint64_t largest_hot = 0;
+  uint32_t too_big = 0;
+  for (const ObjectView& o : index.objects()) {
+    if (o.total_accesses > 0 && o.size > budget) {
+      ++too_big;
+      largest_hot = std::max(largest_hot, o.size);
+    }
+  }
+  uint32_t short_unplaced = 0;
+  for (const Window& w : win)
+    if (w.short_lived && !w.selected) ++short_unplaced;
+  bool insufficient = budget == 0 || too_big > 0 || short_unplaced > 0;
+  std::string msg;
+  if (budget == 0) msg += "budget is 0: everything stays on the slow tier; ";
+  if (too_big > 0)
+    msg += std::to_string(too_big) + " accessed objects are larger than the budget (" +
+           human_bytes(budget) + "; largest " + human_bytes(largest_hot) + "), they stay slow; ";
+  if (short_unplaced > 0)
+    msg += std::to_string(short_unplaced) +
+           " short-lived objects do not fit the reserved share of the budget and live on the slow tier; ";
+  plan.summary = PlanSummary{};
+  fill_summary(index, mem, budget, &plan);
+  plan.summary.budget_insufficient = insufficient;
+  plan.summary.message = msg + notes;
+  if (!plan.summary.message.empty() && plan.summary.message.size() >= 2)
+    plan.summary.message.resize(plan.summary.message.size() - 2);
+  *out = std::move(plan);
+  return true;
+}
+
+}  // namespace sentinel

@@ -1,0 +1,183 @@
+#include "plan/replay.h"
+
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "plan/cost_model.h"
+
+namespace sentinel {
+namespace {
+
+std::string mib(uint64_t b) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", static_cast<double>(b) / (1024.0 * 1024.0));
+  return buf;
+}
+
+nlohmann::json row_json(const ReplayRow& r) {
+  return {{"policy", r.policy},
+          {"step_time_ns", r.step_ns},
+          {"step_time_ratio", r.ratio},
+          {"budget_bytes", r.budget_bytes},
+          {"dram_peak_bytes", r.dram_peak_bytes},
+          {"migrated_bytes", r.migrated_bytes},
+          {"late_prefetches", r.late_prefetches},
+          {"budget_violations", r.budget_violations},
+          {"stall_ns", r.stall_ns},
+          {"slow_extra_ns", r.slow_extra_ns},
+          {"budget_insufficient", r.budget_insufficient},
+          {"message", r.message},
+          {"modeled", true}};
+}
+
+}  // namespace
+
+bool replay_policies(const ProfileIndex& index, const MemorySystem& mem, const ReplayOptions& options,
+                     std::vector<ReplayRow>* rows, std::string* error) {
+  rows->clear();
+  double dram_ns = 0;
+  for (Policy p : all_policies()) {
+    Plan plan;
+    if (!make_plan(p, index, mem, options.planner, &plan, error, options.reactive)) return false;
+    SimOptions so;
+    so.steps = options.steps;
+    so.budget_bytes = plan.summary.budget_bytes;
+    SimResult r;
+    if (!simulate_plan(index, plan, mem, so, &r, error)) return false;
+    ReplayRow row;
+    row.policy = policy_name(p);
+    row.step_ns = r.step_ns;
+    row.budget_bytes = plan.summary.budget_bytes;
+    row.dram_peak_bytes = r.dram_peak_bytes;
+    row.migrated_bytes = r.migrated_bytes;
+    row.late_prefetches = r.late_prefetches;
+    row.budget_violations = p == Policy::kAllDram ? 0 : r.budget_violations;
+    row.stall_ns = r.stall_ns;
+    row.slow_extra_ns = r.slow_extra_ns;
+    row.budget_insufficient = plan.summary.budget_insufficient;
+    row.message = plan.summary.message;
+    if (p == Policy::kAllDram) dram_ns = r.step_ns;
+    rows->push_back(row);
+  }
+  for (ReplayRow& row : *rows) row.ratio = dram_ns > 0 ? row.step_ns / dram_ns : 1.0;
+  return true;
+}
+
+bool sweep_budgets(const ProfileIndex& index, const MemorySystem& mem, const ReplayOptions& options,
+                   std::vector<SweepPoint>* points, std::string* error) {
+  points->clear();
+  for (int pct = 5; pct <= 100; pct += 5) {
+    ReplayOptions o = options;
+    o.planner.budget_bytes = 0;
+    o.planner.budget_fraction = pct / 100.0;
+    std::vector<ReplayRow> rows;
+    if (!replay_policies(index, mem, o, &rows, error)) return false;
+    SweepPoint pt;
+    pt.fraction = pct / 100.0;
+    pt.budget_bytes = resolve_budget(o.planner, index);
+    bool have_best = false;
+    for (const ReplayRow& r : rows) {
+      if (r.policy == "sentinel") pt.sentinel = r;
+      else if (r.policy == "all-dram") pt.all_dram_ns = r.step_ns;
+      else if (!have_best || r.step_ns < pt.best_baseline.step_ns) {
+        pt.best_baseline = r;
+        have_best = true;
+      }
+    }
+    const double gap = pt.best_baseline.step_ns - pt.all_dram_ns;
+    pt.gap_closed = gap > 1e-9 ? (pt.best_baseline.step_ns - pt.sentinel.step_ns) / gap : 1.0;
+    points->push_back(pt);
+  }
+  return true;
+}
+
+bool parse_budget(const std::string& text, PlannerConfig* config, std::string* error) {
+  auto bad = [&]() {
+    if (error != nullptr) *error = "bad budget '" + text + "': expected e.g. 20%, 1073741824, 512M, 2G";
+    return false;
+  };
+  if (text.empty()) return bad();
+  char* end = nullptr;
+  if (text.back() == '%') {
+    std::string num = text.substr(0, text.size() - 1);
+    double v = std::strtod(num.c_str(), &end);
+    if (num.empty() || *end != '\0' || !std::isfinite(v) || v < 0 || v > 1000) return bad();
+    config->budget_bytes = 0;
+    config->budget_fraction = v / 100.0;
+    return true;
+  }
+  uint64_t mult = 1;
+  std::string num = text;
+  switch (text.back()) {
+    case 'K': case 'k': mult = 1ull << 10; break;
+    case 'M': case 'm': mult = 1ull << 20; break;
+    case 'G': case 'g': mult = 1ull << 30; break;
+    default: break;
+  }
+  if (mult != 1) num.pop_back();
+  if (num.empty() || num.find_first_not_of("0123456789") != std::string::npos || num.size() > 15) return bad();
+  uint64_t v = std::strtoull(num.c_str(), &end, 10);
+  if (v == 0) return bad();
+  config->budget_bytes = v * mult;
+  return true;
+}
+
+std::string format_rows_table(const std::vector<ReplayRow>& rows) {
+  std::ostringstream out;
+  char line[256];
+  std::snprintf(line, sizeof line, "%-13s %14s %8s %12s %12s %6s %s\n", "policy", "step_ms", "vs_dram",
+                "dram_peak_MiB", "migr_MiB/step", "late", "notes");
+  out << line;
+  for (const ReplayRow& r : rows) {
+    std::snprintf(line, sizeof line, "%-13s %14.3f %8.4f %13s %13s %6u %s\n", r.policy.c_str(),
+                  r.step_ns / 1e6, r.ratio, mib(r.dram_peak_bytes).c_str(), mib(r.migrated_bytes).c_str(),
+                  r.late_prefetches,
+                  r.budget_violations ? "BUDGET EXCEEDED" : (r.budget_insufficient ? "budget insufficient" : ""));
+    out << line;
+  }
+  out << "(step times are modeled by the cost model, not measured; see docs/tier-model.md)\n";
+  for (const ReplayRow& r : rows)
+    if (!r.message.empty()) out << r.policy << ": " << r.message << "\n";
+  return out.str();
+}
+
+std::string format_rows_json(const std::vector<ReplayRow>& rows) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const ReplayRow& r : rows) j.push_back(row_json(r));
+  return j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+std::string format_sweep_table(const std::vector<SweepPoint>& points) {
+  std::ostringstream out;
+  char line[256];
+  std::snprintf(line, sizeof line, "%6s %12s %12s %14s %12s %10s\n", "budget", "budget_MiB", "sentinel",
+                "best_baseline", "its_ratio", "gap_closed");
+  out << line;
+  for (const SweepPoint& p : points) {
+    std::snprintf(line, sizeof line, "%5.0f%% %12s %12.4f %14s %12.4f %9.1f%%\n", p.fraction * 100,
+                  mib(p.budget_bytes).c_str(), p.sentinel.ratio, p.best_baseline.policy.c_str(),
+                  p.best_baseline.ratio, p.gap_closed * 100);
+    out << line;
+  }
+  out << "(ratios are modeled step time / modeled all-DRAM step time; see docs/tier-model.md)\n";
+  return out.str();
+}
+
+std::string format_sweep_json(const std::vector<SweepPoint>& points) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const SweepPoint& p : points) {
+    j.push_back({{"budget_fraction", p.fraction},
+                 {"budget_bytes", p.budget_bytes},
+                 {"sentinel", row_json(p.sentinel)},
+                 {"best_baseline", row_json(p.best_baseline)},
+                 {"gap_closed", p.gap_closed},
+                 {"modeled", true}});
+  }
+  return j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace sentinel

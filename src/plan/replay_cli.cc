@@ -1,0 +1,153 @@
+#include "plan/replay_cli.h"
+
+#include <cstdio>
+
+#include "plan/plan_io.h"
+#include "plan/replay.h"
+#include "plan/synthetic_profile.h"
+#include "profile/profile_io.h"
+
+namespace sentinel::cli {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: sentinel replay PROFILE [--budget 20%|BYTES[K|M|G]] [--tier NAME|FILE] [--json]\n"
+    "                       [--sweep] [--write-plan FILE] [--help]\n"
+    "Replays a step profile under every placement policy with a tier model and prints, per policy,\n"
+    "the modeled step time, its ratio to all-DRAM, the DRAM peak, bytes migrated per step and late\n"
+    "prefetches. Times are MODELED by the cost model (docs/tier-model.md), not measured.\n"
+    "  PROFILE          a profile file, or synthetic[:LAYERS] for a built-in DNN training step\n"
+    "  --budget B       fast-memory budget: percent of the profile's peak (default 20%) or bytes\n"
+    "  --tier T         dram, optane, optane-2m, cxl (default), cxl-2m, or a key=value / JSON file\n"
+    "  --json           print a JSON list of rows instead of a table\n"
+    "  --sweep          budgets 5%..100%: sentinel and the best baseline per budget\n"
+    "  --write-plan F   also write Sentinel's plan to F (docs/plan-format.md)\n";
+
+bool load_profile(const std::string& spec, StepProfile* p, std::string* err) {
+  const std::string prefix = "synthetic";
+  if (spec.rfind(prefix, 0) == 0 && (spec.size() == prefix.size() || spec[prefix.size()] == ':')) {
+    DnnConfig c;
+    if (spec.size() > prefix.size()) {
+      std::string n = spec.substr(prefix.size() + 1);
+      if (n.empty() || n.size() > 4 || n.find_first_not_of("0123456789") != std::string::npos ||
+          std::stoul(n) == 0) {
+        *err = "synthetic:LAYERS needs a layer count of 1..9999";
+        return false;
+      }
+      c.layers = static_cast<uint32_t>(std::stoul(n));
+    }
+    *p = dnn_training_profile(c);
+    return true;
+  }
+  return read_profile_file(spec, p, err);
+}
+
+}  // namespace
+
+int run_replay(const std::vector<std::string>& args, std::string* out, std::string* err) {
+  std::string profile_path, tier = "cxl", plan_out;
+  bool json = false, sweep = false;
+  ReplayOptions options;
+  options.planner.budget_fraction = 0.2;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&](std::string* dst) {
+      if (i + 1 >= args.size()) {
+        *err = "replay: " + a + " needs a value\n" + kUsage;
+        return false;
+      }
+      *dst = args[++i];
+      return true;
+    };
+    if (a == "--help" || a == "-h") {
+      *out = kUsage;
+      return 0;
+    } else if (a == "--json") {
+      json = true;
+    } else if (a == "--sweep") {
+      sweep = true;
+    } else if (a == "--budget") {
+      std::string b, e;
+      if (!value(&b)) return 2;
+      if (!parse_budget(b, &options.planner, &e)) {
+        *err = "replay: " + e + "\n";
+        return 2;
+      }
+    } else if (a == "--tier") {
+      if (!value(&tier)) return 2;
+    } else if (a == "--write-plan") {
+      if (!value(&plan_out)) return 2;
+    } else if (!a.empty() && a[0] == '-') {
+      *err = "replay: unknown option '" + a + "'\n" + kUsage;
+      return 2;
+    } else if (profile_path.empty()) {
+      profile_path = a;
+    } else {
+      *err = "replay: more than one PROFILE given\n" + std::string(kUsage);
+      return 2;
+    }
+  }
+  if (profile_path.empty()) {
+    *err = std::string("replay: no PROFILE given\n") + kUsage;
+    return 2;
+  }
+  MemorySystem mem;
+  std::string e;
+  if (!resolve_memory_system(tier, &mem, &e)) {
+    *err = "replay: " + e + "\n";
+    return 1;
+  }
+  StepProfile profile;
+  if (!load_profile(profile_path, &profile, &e)) {
+    *err = "replay: " + e + "\n";
+    return 1;
+  }
+  ProfileIndex index;
+  if (!index.build(profile, &e)) {
+    *err = "replay: " + e + "\n";
+    return 1;
+  }
+  std::string header = "# profile " + profile_path + ": " + std::to_string(index.objects().size()) +
+                       " objects, period " + std::to_string(index.period()) + ", peak " +
+                       std::to_string(index.peak_bytes()) + " B, measured step " +
+                       std::to_string(index.step_ns() / 1000) + " us\n# tier " +
+                       describe_memory_system(mem) + "\n";
+  if (!plan_out.empty()) {
+    Plan plan;
+    if (!plan_sentinel(index, mem, options.planner, &plan, &e) || !write_plan_file(plan_out, plan, &e)) {
+      *err = "replay: " + e + "\n";
+      return 1;
+    }
+  }
+  if (sweep) {
+    std::vector<SweepPoint> points;
+    if (!sweep_budgets(index, mem, options, &points, &e)) {
+      *err = "replay: " + e + "\n";
+      return 1;
+    }
+    *out = json ? format_sweep_json(points) : header + format_sweep_table(points);
+    return 0;
+  }
+  std::vector<ReplayRow> rows;
+  if (!replay_policies(index, mem, options, &rows, &e)) {
+    *err = "replay: " + e + "\n";
+    return 1;
+  }
+  *out = json ? format_rows_json(rows)
+              : header + "# budget " + std::to_string(resolve_budget(options.planner, index)) + " B\n" +
+                    format_rows_table(rows);
+  return 0;
+}
+
+int replay_main(int argc, char** argv) {
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
+  std::string out, err;
+  int rc = run_replay(args, &out, &err);
+  if (!out.empty()) std::fwrite(out.data(), 1, out.size(), stdout);
+  if (!err.empty()) std::fwrite(err.data(), 1, err.size(), stderr);
+  std::fflush(stdout);
+  return rc;
+}
+
+}  // namespace sentinel::cli

@@ -1,0 +1,217 @@
+#include "plan/tier_model.h"
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace sentinel {
+namespace {
+
+TierModel dram_tier() { return TierModel{"dram", 80.0, 80.0, 60.0}; }
+
+bool set_key(MemorySystem* m, const std::string& key, const std::string& value, std::string* err) {
+  if (key == "name") {
+    m->name = value;
+    return true;
+  }
+  if (key == "base") {
+    return memory_system_preset(value, m, err);
+  }
+  char* end = nullptr;
+  double v = std::strtod(value.c_str(), &end);
+  if (value.empty() || end == nullptr || *end != '\0' || !std::isfinite(v)) {
+    *err = "'" + key + "': '" + value + "' is not a number";
+    return false;
+  }
+  double* slot = nullptr;
+  if (key == "migration_bw_gbps") slot = &m->migration_bw_gbps;
+  else if (key == "mlp") slot = &m->mlp;
+  else if (key == "access_bytes") slot = &m->access_bytes;
+  else if (key == "fast.latency_ns") slot = &m->fast.latency_ns;
+  else if (key == "fast.read_bw_gbps") slot = &m->fast.read_bw_gbps;
+  else if (key == "fast.write_bw_gbps") slot = &m->fast.write_bw_gbps;
+  else if (key == "slow.latency_ns") slot = &m->slow.latency_ns;
+  else if (key == "slow.read_bw_gbps") slot = &m->slow.read_bw_gbps;
+  else if (key == "slow.write_bw_gbps") slot = &m->slow.write_bw_gbps;
+  if (slot == nullptr) {
+    *err = "unknown key '" + key + "'";
+    return false;
+  }
+  *slot = v;
+  return true;
+}
+
+std::string trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  size_t e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+void set_error(std::string* error, const std::string& msg) {
+  if (error != nullptr) *error = msg;
+}
+
+}  // namespace
+
+double MemorySystem::read_penalty_ns() const {
+  double lat = (slow.latency_ns - fast.latency_ns) / mlp;
+  double bw = access_bytes / slow.read_bw_gbps - access_bytes / fast.read_bw_gbps;
+  return std::max(0.0, std::max(lat, bw));
+}
+
+double MemorySystem::write_penalty_ns() const {
+  return std::max(0.0, access_bytes / slow.write_bw_gbps - access_bytes / fast.write_bw_gbps);
+}
+
+bool validate_memory_system(const MemorySystem& m, std::string* error) {
+  auto bad = [&](const std::string& msg) {
+    set_error(error, msg);
+    return false;
+  };
+  const TierModel* tiers[] = {&m.fast, &m.slow};
+  const char* names[] = {"fast", "slow"};
+  for (int i = 0; i < 2; ++i) {
+    const TierModel& t = *tiers[i];
+    if (!(t.latency_ns >= 0)) return bad(std::string(names[i]) + ".latency_ns must be >= 0");
+    if (!(t.read_bw_gbps > 0)) return bad(std::string(names[i]) + ".read_bw_gbps must be > 0");
+    if (!(t.write_bw_gbps > 0)) return bad(std::string(names[i]) + ".write_bw_gbps must be > 0");
+  }
+  if (!(m.migration_bw_gbps > 0)) return bad("migration_bw_gbps must be > 0");
+  if (!(m.mlp >= 1)) return bad("mlp must be >= 1");
+  if (!(m.access_bytes >= 1)) return bad("access_bytes must be >= 1");
+  if (m.slow.latency_ns < m.fast.latency_ns) return bad("slow.latency_ns is below fast.latency_ns");
+  if (m.slow.read_bw_gbps > m.fast.read_bw_gbps)
+    return bad("slow.read_bw_gbps is above fast.read_bw_gbps");
+  if (m.slow.write_bw_gbps > m.fast.write_bw_gbps)
+    return bad("slow.write_bw_gbps is above fast.write_bw_gbps");
+  return true;
+}
+
+std::vector<std::string> memory_system_preset_names() {
+  return {"dram", "optane", "optane-2m", "cxl", "cxl-2m"};
+}
+
+bool memory_system_preset(std::string_view name, MemorySystem* out, std::string* error) {
+  MemorySystem m;
+  m.fast = dram_tier();
+  m.mlp = 8.0;
+  m.access_bytes = 64.0;
+  if (name == "dram") {
+    m.slow = dram_tier();
+    m.migration_bw_gbps = 3.3;
+  } else if (name == "optane" || name == "optane-2m") {
+    // Six interleaved Optane PMem DIMMs (App Direct / KMEM-DAX); DESIGN.md section 3.
+    m.slow = TierModel{"optane", 305.0, 39.4, 13.9};
+    m.migration_bw_gbps = name == "optane" ? 3.3 : 11.0;
+  } else if (name == "cxl" || name == "cxl-2m") {
+    // DRAM + 90 ns (Pond's upper figure); the bandwidth is an assumption (docs/tier-model.md).
+    m.slow = TierModel{"cxl", 170.0, 30.0, 25.0};
+    m.migration_bw_gbps = name == "cxl" ? 3.3 : 11.0;
+  } else {
+    set_error(error, "unknown tier preset '" + std::string(name) + "'");
+    return false;
+  }
+  m.name = std::string(name);
+  *out = m;
+  return true;
+}
+
+bool parse_memory_system(std::string_view text, MemorySystem* m, std::string* error) {
+  MemorySystem work = *m;
+  std::string err;
+  size_t first = text.find_first_not_of(" \t\r\n");
+  if (first != std::string_view::npos && text[first] == '{') {
+    nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded() || !j.is_object()) {
+      set_error(error, "tier file: not a valid JSON object");
+      return false;
+    }
+    // Apply "base" first so that other keys override the preset.
+    if (j.contains("base")) {
+      if (!j["base"].is_string() || !set_key(&work, "base", j["base"].get<std::string>(), &err)) {
+        set_error(error, "tier file: base: " + (err.empty() ? "must be a string" : err));
+        return false;
+      }
+    }
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      if (it.key() == "base") continue;
+      std::string value;
+      if (it->is_string()) value = it->get<std::string>();
+      else if (it->is_number()) value = it->dump();
+      else {
+        set_error(error, "tier file: '" + it.key() + "' must be a number or string");
+        return false;
+      }
+      if (!set_key(&work, it.key(), value, &err)) {
+        set_error(error, "tier file: " + err);
+        return false;
+      }
+    }
+  } else {
+    std::istringstream in{std::string(text)};
+    std::string line;
+    int lineno = 0;
+    while (std::getline(in, line)) {
+      ++lineno;
+      size_t hash = line.find('#');
+      if (hash != std::string::npos) line.resize(hash);
+      line = trim(line);
+      if (line.empty()) continue;
+      size_t eq = line.find('=');
+      if (eq == std::string::npos) {
+        set_error(error, "tier file line " + std::to_string(lineno) + ": expected key = value");
+        return false;
+      }
+      if (!set_key(&work, trim(line.substr(0, eq)), trim(line.substr(eq + 1)), &err)) {
+        set_error(error, "tier file line " + std::to_string(lineno) + ": " + err);
+        return false;
+      }
+    }
+  }
+  if (!validate_memory_system(work, &err)) {
+    set_error(error, "tier file: " + err);
+    return false;
+  }
+  *m = work;
+  return true;
+}
+
+bool load_memory_system_file(const std::string& path, MemorySystem* out, std::string* error) {
+  std::ifstream in(path);
+  if (!in) {
+    set_error(error, "cannot open tier file '" + path + "'");
+    return false;
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  MemorySystem m;
+  memory_system_preset("cxl", &m, nullptr);
+  m.name = path;
+  if (!parse_memory_system(ss.str(), &m, error)) return false;
+  *out = m;
+  return true;
+}
+
+bool resolve_memory_system(const std::string& name_or_path, MemorySystem* out, std::string* error) {
+  for (const auto& n : memory_system_preset_names()) {
+    if (n == name_or_path) return memory_system_preset(n, out, error);
+  }
+  return load_memory_system_file(name_or_path, out, error);
+}
+
+std::string describe_memory_system(const MemorySystem& m) {
+  char buf[320];
+  std::snprintf(buf, sizeof buf,
+                "%s: fast %.0f ns %.1f/%.1f GB/s r/w, slow %.0f ns %.1f/%.1f GB/s r/w, "
+                "migration %.1f GB/s, mlp %.0f",
+                m.name.c_str(), m.fast.latency_ns, m.fast.read_bw_gbps, m.fast.write_bw_gbps,
+                m.slow.latency_ns, m.slow.read_bw_gbps, m.slow.write_bw_gbps, m.migration_bw_gbps,
+                m.mlp);
+  return buf;
+}
+
+}  // namespace sentinel

@@ -1,0 +1,63 @@
+// Tier models: the latency and bandwidth of the fast and the slow memory tier and the bandwidth of
+// migration between them. The cost model (cost_model.h) and the planner read only these numbers.
+// Parameters, presets and their sources are documented in docs/tier-model.md.
+//
+// Units: latencies in ns; bandwidths in GB/s, which is numerically bytes per ns.
+// Invariants of a valid MemorySystem (validate_memory_system): every bandwidth > 0, latencies >= 0,
+// mlp >= 1, access_bytes >= 1, and the slow tier is no faster than the fast tier in any parameter
+// (otherwise "slow" is not slow and the cost model's extra-time terms would be negative).
+//
+// Thread safety: plain values and pure functions.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sentinel {
+
+struct TierModel {
+  std::string name;
+  double latency_ns = 80.0;      // idle load-to-use latency of one cache-line miss
+  double read_bw_gbps = 80.0;    // sustained read bandwidth
+  double write_bw_gbps = 60.0;   // sustained write bandwidth
+};
+
+struct MemorySystem {
+  std::string name;              // e.g. "cxl"; informational
+  TierModel fast;
+  TierModel slow;
+  double migration_bw_gbps = 3.3;  // one migration channel (move_pages), bytes per ns
+  double mlp = 8.0;                // memory-level parallelism: misses overlapped per core
+  double access_bytes = 64.0;      // bytes moved per sampled access (a cache line)
+
+  // Modeled extra time of one access served by the slow tier instead of the fast one, used by the
+  // planner to value objects (the cost model applies the per-phase formula instead).
+  double read_penalty_ns() const;
+  double write_penalty_ns() const;
+  // Time of one migration of `bytes` on the migration channel.
+  double migration_ns(double bytes) const { return bytes / migration_bw_gbps; }
+};
+
+bool validate_memory_system(const MemorySystem& m, std::string* error);
+
+// Names accepted by memory_system_preset: "dram", "optane", "optane-2m", "cxl", "cxl-2m".
+std::vector<std::string> memory_system_preset_names();
+// Fast tier DRAM; slow tier by name ("dram" makes both tiers DRAM). Returns false for unknown names.
+bool memory_system_preset(std::string_view name, MemorySystem* out, std::string* error);
+
+// Applies "key = value" settings (or a flat JSON object with the same keys) to *m. Keys:
+// base (a preset name, applied first), name, migration_bw_gbps, mlp, access_bytes,
+// fast.latency_ns, fast.read_bw_gbps, fast.write_bw_gbps, slow.latency_ns, slow.read_bw_gbps,
+// slow.write_bw_gbps. '#' starts a comment. Unknown keys, bad numbers and invalid results are
+// errors that name the line. *m is unchanged on failure.
+bool parse_memory_system(std::string_view text, MemorySystem* m, std::string* error);
+// Reads a file in that format, starting from the "cxl" preset unless it says `base = ...`.
+bool load_memory_system_file(const std::string& path, MemorySystem* out, std::string* error);
+// A preset name or a file path.
+bool resolve_memory_system(const std::string& name_or_path, MemorySystem* out, std::string* error);
+
+// One-line description, e.g. "cxl: fast 80 ns ..., slow 170 ns ..., migration 3.3 GB/s".
+std::string describe_memory_system(const MemorySystem& m);
+
+}  // namespace sentinel

@@ -1,0 +1,131 @@
+#include "plan/cost_model.h"
+
+#include <gtest/gtest.h>
+
+#include "test_profiles.h"
+
+namespace sentinel {
+namespace {
+
+using test::make_profile;
+using test::persistent;
+
+constexpr uint64_t kMiB = 1 << 20;
+constexpr uint64_t kPhase = 1'000'000;  // 1 ms
+
+struct Fixture {
+  ProfileIndex index;
+  MemorySystem mem;
+  Fixture(const StepProfile& p) {
+    std::string err;
+    EXPECT_TRUE(index.build(p, &err)) << err;
+    EXPECT_TRUE(memory_system_preset("cxl", &mem, nullptr));
+  }
+  Plan plan(Tier birth) const {
+    Plan pl;
+    pl.period = index.period();
+    pl.events.assign(index.period(), {});
+    for (const auto& o : index.objects()) pl.birth_tier[o.tag] = birth;
+    return pl;
+  }
+  SimResult run(const Plan& pl, SimOptions opt = {}) const {
+    SimResult r;
+    std::string err;
+    EXPECT_TRUE(simulate_plan(index, pl, mem, opt, &r, &err)) << err;
+    return r;
+  }
+};
+
+TEST(CostModel, AllFastIsTheMeasuredStep) {
+  Fixture f(make_profile(4, kPhase, {persistent(1, kMiB, 4, {1})}));
+  SimResult r = f.run(f.plan(Tier::kFast));
+  EXPECT_DOUBLE_EQ(r.step_ns, 4.0 * kPhase);
+  EXPECT_DOUBLE_EQ(r.slow_extra_ns, 0);
+  EXPECT_EQ(r.dram_peak_bytes, kMiB);
+  EXPECT_EQ(r.migrated_bytes, 0u);
+}
+
+TEST(CostModel, SlowAccessesCostTheLatencyTermWhenItDominates) {
+  Fixture f(make_profile(4, kPhase, {persistent(1, kMiB, 4, {1}, 100000)}));
+  SimResult r = f.run(f.plan(Tier::kSlow));
+  const double lat = 100000.0 * (170.0 - 80.0) / 8.0;  // 1.125 ms
+  EXPECT_NEAR(r.slow_extra_ns, lat, 1e-6);
+  EXPECT_NEAR(r.step_ns, 4.0 * kPhase + lat, 1e-6);
+  EXPECT_EQ(r.dram_peak_bytes, 0u);
+}
+
+TEST(CostModel, BandwidthTermWinsForStreamingPhases) {
+  // 1e6 reads * 64 B at 30 GB/s = 2.13 ms > 1 ms phase; latency term 11.25 ms / 8 ... compute both.
+  Fixture f(make_profile(2, kPhase, {persistent(1, 64 * kMiB, 2, {0}, 1'000'000)}));
+  f.mem.mlp = 1000;  // latency well hidden: latency term 90 us
+  SimResult r = f.run(f.plan(Tier::kSlow));
+  const double bw = 1e6 * 64 / 30.0 - kPhase;
+  EXPECT_NEAR(r.slow_extra_ns, bw, 1e-3);
+}
+
+TEST(CostModel, LatePrefetchStallsAndIsCounted) {
+  Fixture f(make_profile(8, kPhase, {persistent(1, 8 * kMiB, 8, {2})}));
+  Plan pl = f.plan(Tier::kSlow);
+  pl.events[2] = {{1, MoveKind::kPrefetch}};  // issued at the start of the phase that uses it
+  pl.events[3] = {{1, MoveKind::kEvict}};
+  SimResult r = f.run(pl);
+  const double copy = 8.0 * kMiB / 3.3;
+  EXPECT_EQ(r.late_prefetches, 1u);
+  EXPECT_NEAR(r.stall_ns, copy, 1e-3);
+  EXPECT_DOUBLE_EQ(r.slow_extra_ns, 0);  // served from fast memory after the stall
+  EXPECT_EQ(r.migrated_bytes, 16 * kMiB);
+  EXPECT_EQ(r.migrations, 2u);
+  // Issued two phases earlier the 2.54 ms copy is still late, by 0.54 ms.
+  pl.events[2].clear();
+  pl.events[0] = {{1, MoveKind::kPrefetch}};
+  SimResult early = f.run(pl);
+  EXPECT_EQ(early.late_prefetches, 1u);
+  EXPECT_NEAR(early.stall_ns, copy - 2.0 * kPhase, 1e-3);
+  // With 2 MiB-page migration bandwidth (11 GB/s: 0.76 ms) two phases ahead is on time.
+  f.mem.migration_bw_gbps = 11.0;
+  SimResult fast = f.run(pl);
+  EXPECT_EQ(fast.late_prefetches, 0u);
+  EXPECT_DOUBLE_EQ(fast.stall_ns, 0);
+  EXPECT_NEAR(fast.step_ns, 8.0 * kPhase, 1e-6);
+}
+
+TEST(CostModel, InFlightCopiesOccupyFastMemory) {
+  // Object 1 evicted at event 1 with a slow channel: it stays resident until its copy is done.
+  Fixture f(make_profile(6, kPhase, {persistent(1, 4 * kMiB, 6, {0}), persistent(2, 4 * kMiB, 6, {4})}));
+  f.mem.migration_bw_gbps = 4.0 * kMiB / (2.5 * kPhase);  // a copy takes 2.5 phases
+  Plan pl = f.plan(Tier::kSlow);
+  pl.birth_tier[1] = Tier::kFast;
+  pl.events[1] = {{1, MoveKind::kEvict}};
+  pl.events[5] = {{1, MoveKind::kPrefetch}};
+  SimOptions opt;
+  opt.slow_penalty = false;
+  opt.stalls = false;
+  opt.record_moves = true;
+  SimResult r = f.run(pl, opt);
+  // Resident in phases 1, 2, 3 (copy ends in phase 3), free in phase 4, back from event 5.
+  EXPECT_EQ(r.residency[1], 4 * kMiB);
+  EXPECT_EQ(r.residency[3], 4 * kMiB);
+  EXPECT_EQ(r.residency[4], 0u);
+  EXPECT_EQ(r.residency[5], 4 * kMiB);
+  EXPECT_EQ(r.move_busy_phases[0], 3u);
+  opt.budget_bytes = 2 * kMiB;
+  EXPECT_GT(f.run(pl, opt).budget_violations, 0u);
+}
+
+TEST(CostModel, RejectsPlansThatDoNotMatch) {
+  Fixture f(make_profile(4, kPhase, {persistent(1, kMiB, 4, {1})}));
+  Plan pl = f.plan(Tier::kFast);
+  pl.period = 5;
+  pl.events.resize(5);
+  SimResult r;
+  std::string err;
+  EXPECT_FALSE(simulate_plan(f.index, pl, f.mem, {}, &r, &err));
+  EXPECT_NE(err.find("period"), std::string::npos);
+  pl = f.plan(Tier::kFast);
+  pl.events[0] = {{99, MoveKind::kEvict}};
+  EXPECT_FALSE(simulate_plan(f.index, pl, f.mem, {}, &r, &err));
+  EXPECT_NE(err.find("unknown tag"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sentinel

@@ -1,0 +1,122 @@
+#include "plan/replay_cli.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "plan/plan_io.h"
+#include "plan/replay.h"
+#include "plan/synthetic_profile.h"
+#include "profile/profile_io.h"
+
+namespace sentinel {
+namespace {
+
+int run(const std::vector<std::string>& args, std::string* out, std::string* err) {
+  out->clear();
+  err->clear();
+  return cli::run_replay(args, out, err);
+}
+
+TEST(ReplayCli, TableHasEveryPolicyAndSaysTimesAreModeled) {
+  std::string out, err;
+  ASSERT_EQ(run({"synthetic:4", "--budget", "20%"}, &out, &err), 0) << err;
+  for (const char* p : {"sentinel", "all-dram", "all-slow", "first-touch", "static-ratio", "reactive-hot", "static-best"})
+    EXPECT_NE(out.find(p), std::string::npos) << p << "\n" << out;
+  EXPECT_NE(out.find("modeled"), std::string::npos);
+  EXPECT_EQ(out.find("BUDGET EXCEEDED"), std::string::npos) << out;
+}
+
+TEST(ReplayCli, JsonRowsFromAProfileFile) {
+  DnnConfig c;
+  c.layers = 3;
+  StepProfile p = dnn_training_profile(c);
+  const std::string path = ::testing::TempDir() + "/replay_cli_test.profile.json";
+  std::string err;
+  ASSERT_TRUE(write_profile_file(path, p, &err)) << err;
+  const std::string plan_path = ::testing::TempDir() + "/replay_cli_test.plan.json";
+  std::string out;
+  ASSERT_EQ(run({path, "--json", "--tier", "optane", "--budget", "64M", "--write-plan", plan_path}, &out, &err), 0) << err;
+  nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_TRUE(j.is_array()) << out;
+  ASSERT_EQ(j.size(), 7u);
+  double dram_ratio = 0;
+  for (const auto& row : j) {
+    for (const char* key : {"policy", "step_time_ratio", "dram_peak_bytes", "migrated_bytes", "late_prefetches"})
+      EXPECT_TRUE(row.contains(key)) << key;
+    if (row["policy"] == "all-dram") dram_ratio = row["step_time_ratio"].get<double>();
+    if (row["policy"] != "all-dram") {
+      EXPECT_LE(row["dram_peak_bytes"].get<uint64_t>(), 64ull << 20);
+    }
+    EXPECT_GE(row["step_time_ratio"].get<double>(), 1.0 - 1e-9);
+  }
+  EXPECT_DOUBLE_EQ(dram_ratio, 1.0);
+  Plan plan;
+  EXPECT_TRUE(read_plan_file(plan_path, &plan, &err)) << err;
+  EXPECT_EQ(plan.policy, "sentinel");
+  EXPECT_EQ(plan.period, p.period);
+  std::remove(path.c_str());
+  std::remove(plan_path.c_str());
+}
+
+TEST(ReplayCli, SweepCoversFiveToHundredPercent) {
+  std::string out, err;
+  ASSERT_EQ(run({"synthetic:3", "--sweep", "--json"}, &out, &err), 0) << err;
+  nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_TRUE(j.is_array());
+  ASSERT_EQ(j.size(), 20u);
+  EXPECT_DOUBLE_EQ(j.front()["budget_fraction"].get<double>(), 0.05);
+  EXPECT_DOUBLE_EQ(j.back()["budget_fraction"].get<double>(), 1.0);
+  for (const auto& pt : j) EXPECT_NE(pt["best_baseline"]["policy"], "sentinel");
+  ASSERT_EQ(run({"synthetic:3", "--sweep"}, &out, &err), 0);
+  EXPECT_NE(out.find("100%"), std::string::npos);
+  EXPECT_NE(out.find("modeled"), std::string::npos);
+}
+
+TEST(ReplayCli, UsageErrors) {
+  std::string out, err;
+  EXPECT_EQ(run({"--help"}, &out, &err), 0);
+  EXPECT_NE(out.find("usage: sentinel replay"), std::string::npos);
+  EXPECT_EQ(run({}, &out, &err), 2);
+  EXPECT_EQ(run({"synthetic", "--budget"}, &out, &err), 2);
+  EXPECT_EQ(run({"synthetic", "--budget", "lots"}, &out, &err), 2);
+  EXPECT_EQ(run({"synthetic", "--frobnicate"}, &out, &err), 2);
+  EXPECT_EQ(run({"a", "b"}, &out, &err), 2);
+  EXPECT_EQ(run({"/nonexistent/profile.json"}, &out, &err), 1);
+  EXPECT_FALSE(err.empty());
+  EXPECT_EQ(run({"synthetic", "--tier", "/nonexistent/tier"}, &out, &err), 1);
+  EXPECT_EQ(run({"synthetic:0"}, &out, &err), 1);
+}
+
+TEST(ReplayCli, ParseBudget) {
+  PlannerConfig c;
+  std::string err;
+  ASSERT_TRUE(parse_budget("25%", &c, &err));
+  EXPECT_EQ(c.budget_bytes, 0u);
+  EXPECT_DOUBLE_EQ(c.budget_fraction, 0.25);
+  ASSERT_TRUE(parse_budget("512M", &c, &err));
+  EXPECT_EQ(c.budget_bytes, 512ull << 20);
+  ASSERT_TRUE(parse_budget("2G", &c, &err));
+  EXPECT_EQ(c.budget_bytes, 2ull << 30);
+  ASSERT_TRUE(parse_budget("4096", &c, &err));
+  EXPECT_EQ(c.budget_bytes, 4096u);
+  for (const char* bad : {"", "%", "-5%", "12X", "M", "0", "1.5G", "99999999999999999999"})
+    EXPECT_FALSE(parse_budget(bad, &c, &err)) << bad;
+}
+
+TEST(Synthetic, DnnProfileIsAValidProfile) {
+  DnnConfig c;
+  c.jitter = 0.3;
+  StepProfile p = dnn_training_profile(c);
+  std::string err;
+  EXPECT_TRUE(validate_profile(p, &err)) << err;
+  EXPECT_EQ(p.objects.size(), 16u * 9 + 2);
+  RandomProfileConfig rc;
+  for (uint64_t s = 1; s < 50; ++s) {
+    rc.seed = s;
+    EXPECT_TRUE(validate_profile(random_profile(rc), &err)) << s << ": " << err;
+  }
+}
+
+}  // namespace
+}  // namespace sentinel

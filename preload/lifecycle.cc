@@ -9,6 +9,8 @@
 
 #include "core/text_buf.h"
 #include "logging.h"
+#include "migrate/futex.h"
+#include "profiler.h"
 #include "real_malloc.h"
 #include "runtime.h"
 #include "runtime_state.h"
@@ -30,10 +32,12 @@ std::atomic<bool> g_service_running{false};
 
 // Writes out what the allocation path queued for the log. Later issues give it more to do.
 void* service_main(void*) {
+  mark_thread_internal();
   while (g_service_running.load(std::memory_order_relaxed)) {
+    const uint32_t seen = g_state.service_wake.load(std::memory_order_acquire);
+    profiler_tick();
     flush_deferred();
-    timespec ts{0, 100 * 1000 * 1000};
-    nanosleep(&ts, nullptr);
+    migrate::futex_wait(&g_state.service_wake, seen, std::chrono::milliseconds(100));
   }
   return nullptr;
 }
@@ -75,6 +79,9 @@ void fork_child() {
   g_state.heap.reset_after_fork_child();
   g_state.clock_lock.reset_after_fork();
   g_service_running.store(false, std::memory_order_relaxed);
+  // Nobody consumes object events in the child: stop producing them.
+  g_state.events_enabled.store(false, std::memory_order_relaxed);
+  profiler_fork_child();
 }
 
 void exit_handler() { at_exit(); }
@@ -116,6 +123,10 @@ void initialise() noexcept {
     return;
   }
   pthread_atfork(fork_prepare, fork_parent, fork_child);
+  if (config.mode == Mode::kProfile) {
+    profiler_init();
+    g_state.events_enabled.store(true, std::memory_order_release);
+  }
   start_service_thread();
   g_state.phase.store(Phase::kActive, std::memory_order_release);
   g_state.threshold.store(config.min_object, std::memory_order_release);
@@ -133,8 +144,9 @@ void at_exit() noexcept {
     SpinGuard clock(g_state.clock_lock);
     g_state.detector.finish();
   }
-  flush_deferred();
   const bool original_process = getpid() == g_state.init_pid;
+  if (original_process && g_state.config.mode == Mode::kProfile) profiler_at_exit();
+  flush_deferred();
   if (original_process && g_state.config.stats_path[0] != '\0') {
     if (!write_stats_json(g_state.config.stats_path)) {
       log_write(LogLevel::kError, "cannot write SENTINEL_STATS file");

@@ -5,6 +5,8 @@
 
 #include "core/hash.h"
 #include "core/text_buf.h"
+#include "migrate/futex.h"
+#include "profiler.h"
 #include "real_malloc.h"
 #include "runtime_state.h"
 
@@ -76,6 +78,9 @@ __attribute__((noinline)) void* alloc_object(size_t size, size_t align, bool* ze
   const uint64_t live_objects = s.counters.live_objects.load(std::memory_order_relaxed);
   const uint64_t live_bytes = s.counters.live_bytes.load(std::memory_order_relaxed);
 
+  const uint32_t generation = s.heap.record(slot).generation;
+  const bool report_event = s.events_enabled.load(std::memory_order_relaxed);
+  bool pushed = false;
   uint32_t occurrence, event;
   int64_t step;
   bool announce = false;
@@ -90,6 +95,11 @@ __attribute__((noinline)) void* alloc_object(size_t size, size_t align, bool* ze
     occurrence = s.occurrences.next(site);
     step = s.detector.step_index();
     event = s.detector.event_in_step();
+    if (report_event) {
+      pushed = s.events.push(ObjectEvent{ObjectEventKind::kAlloc, slot, generation, occurrence, event,
+                                         s.detector.period(), step, s.detector.relocks(),
+                                         make_tag(site, occurrence), site, size, now_ns(), live_bytes + size});
+    }
     if (s.detector.locked() != s.announced_period || s.detector.relocks() != s.announced_relocks) {
       s.announced_period = s.detector.locked();
       s.announced_relocks = s.detector.relocks();
@@ -113,6 +123,7 @@ __attribute__((noinline)) void* alloc_object(size_t size, size_t align, bool* ze
   s.counters.live_objects.fetch_add(1, std::memory_order_relaxed);
   update_peak(s.counters.live_bytes.fetch_add(size, std::memory_order_relaxed) + size);
   if (announce) announce_period(period, explicit_marks, relocks);
+  if (pushed) wake_service();
   return reinterpret_cast<void*>(r.start);
 }
 
@@ -132,7 +143,15 @@ void free_object(void* p) noexcept {
   const uint64_t size = r.size;
   s.counters.objects_freed.fetch_add(1, std::memory_order_relaxed);
   s.counters.live_objects.fetch_sub(1, std::memory_order_relaxed);
-  s.counters.live_bytes.fetch_sub(size, std::memory_order_relaxed);
+  const uint64_t live_after = s.counters.live_bytes.fetch_sub(size, std::memory_order_relaxed) - size;
+  if (s.events_enabled.load(std::memory_order_relaxed)) {
+    SpinGuard clock(s.clock_lock);
+    s.events.push(ObjectEvent{ObjectEventKind::kFree, slot, r.generation, r.occurrence, s.detector.event_in_step(),
+                              s.detector.period(), s.detector.step_index(), s.detector.relocks(), r.tag, r.site,
+                              size, now_ns(), live_after});
+  }
+  // No sampled window may stay protected once the extent can be handed to another object.
+  profiler_on_free(slot);
   s.heap.release(slot);
 }
 
@@ -142,6 +161,13 @@ inline void* system_malloc(size_t size) noexcept {
 }
 
 }  // namespace
+
+void mark_thread_internal() noexcept { t_inside = 1; }
+
+void wake_service() noexcept {
+  g_state.service_wake.fetch_add(1, std::memory_order_release);
+  migrate::futex_wake(&g_state.service_wake, 1);
+}
 
 void* malloc(size_t size) noexcept {
   if (is_object_request(size)) {

@@ -26,6 +26,12 @@ void* valloc(size_t size) noexcept;
 void* pvalloc(size_t size) noexcept;
 size_t malloc_usable_size(void* p) noexcept;
 
+// Marks the calling thread as Sentinel's own for its whole life: everything it allocates goes to the
+// system allocator and is never an object (the service thread).
+void mark_thread_internal() noexcept;
+// Wakes the service thread (futex); safe inside malloc.
+void wake_service() noexcept;
+
 // Process lifecycle, called from the library constructor and the atexit handler.
 void initialise() noexcept;
 void at_exit() noexcept;

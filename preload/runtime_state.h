@@ -10,6 +10,7 @@
 #include "core/call_site.h"
 #include "core/config.h"
 #include "core/deferred_log.h"
+#include "core/event_ring.h"
 #include "core/object_heap.h"
 #include "core/site_counter.h"
 #include "core/spin_lock.h"
@@ -52,6 +53,11 @@ struct State {
   SiteCounter occurrences;
   bool announced_period = false;
   uint64_t announced_relocks = 0;
+
+  // Object events for the service thread (profile mode), pushed under clock_lock.
+  std::atomic<bool> events_enabled{false};
+  EventRing events;
+  std::atomic<uint32_t> service_wake{0};  // futex word: bumped to wake the service thread
 };
 
 extern constinit State g_state;

@@ -4,8 +4,10 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <string>
 
 #include "core/text_buf.h"
+#include "profiler.h"
 #include "runtime_state.h"
 
 namespace sentinel::rt {
@@ -17,12 +19,29 @@ bool write_stats_json(const char* path) noexcept {
   const StepDetector& d = s.detector;
   const double seconds = static_cast<double>(now_ns() - s.start_ns) / 1e9;
 
+  const ProfilerReport prof = s.config.mode == Mode::kProfile ? profiler_report() : ProfilerReport{};
+  std::string sampler_json = "  \"sampler\": \"" + (prof.sampler.empty() ? std::string("none") : prof.sampler) +
+                             "\",\n  \"samples\": " + std::to_string(prof.samples) + ",\n";
+  if (s.config.mode == Mode::kProfile) {
+    std::string reason;
+    for (char ch : prof.sampler_reason) {
+      if (ch == '"' || ch == '\\') reason.push_back('\\');
+      if (static_cast<unsigned char>(ch) >= 0x20) reason.push_back(ch);
+    }
+    sampler_json += "  \"sampler_reason\": \"" + reason + "\",\n  \"profile_state\": \"" + prof.state +
+                    "\",\n  \"profiled_steps\": " + std::to_string(prof.profiled_steps) +
+                    ",\n  \"profiles_written\": " + std::to_string(prof.profiles_written) +
+                    ",\n  \"profile_restarts\": " + std::to_string(prof.profile_restarts) +
+                    ",\n  \"object_events_dropped\": " + std::to_string(prof.events_dropped) + ",\n";
+  }
+
   char buf[4096];
   const int n = std::snprintf(
       buf, sizeof buf,
       "{\n"
       "  \"version\": 1,\n"
       "  \"mode\": \"%s\",\n"
+      "%s"
       "  \"pid\": %d,\n"
       "  \"runtime_seconds\": %.3f,\n"
       "  \"min_object_bytes\": %llu,\n"
@@ -50,7 +69,7 @@ bool write_stats_json(const char* path) noexcept {
       "  \"call_site_cache_misses\": %llu,\n"
       "  \"dropped_log_messages\": %llu\n"
       "}\n",
-      mode_name(s.config.mode), static_cast<int>(s.init_pid), seconds,
+      mode_name(s.config.mode), sampler_json.c_str(), static_cast<int>(s.init_pid), seconds,
       static_cast<unsigned long long>(s.config.min_object),
       static_cast<unsigned long long>(d.complete_steps()),
       d.explicit_marks() ? "marked" : (d.locked() ? "automatic" : "none"), d.period(),

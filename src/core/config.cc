@@ -10,8 +10,19 @@ struct NamedMode {
   const char* name;
   Mode mode;
 };
-constexpr NamedMode kModes[] = {{"passthrough", Mode::kPassthrough}, {"track", Mode::kTrack}};
-constexpr const char* kModeChoices = "passthrough, track";
+constexpr NamedMode kModes[] = {
+    {"passthrough", Mode::kPassthrough}, {"track", Mode::kTrack}, {"profile", Mode::kProfile}};
+constexpr const char* kModeChoices = "passthrough, track, profile";
+
+struct NamedSampler {
+  const char* name;
+  SamplerChoiceSetting setting;
+};
+constexpr NamedSampler kSamplers[] = {{"auto", SamplerChoiceSetting::kAuto},
+                                      {"pebs", SamplerChoiceSetting::kPebs},
+                                      {"ibs", SamplerChoiceSetting::kIbs},
+                                      {"software", SamplerChoiceSetting::kSoftware},
+                                      {"none", SamplerChoiceSetting::kNone}};
 
 struct NamedLevel {
   const char* name;
@@ -24,7 +35,10 @@ constexpr NamedLevel kLevels[] = {{"trace", LogLevel::kTrace}, {"debug", LogLeve
 constexpr const char* kKnownVariables[] = {"SENTINEL_MODE",      "SENTINEL_MIN_OBJECT",
                                            "SENTINEL_LOG",       "SENTINEL_LOG_FILE",
                                            "SENTINEL_STATS",     "SENTINEL_STACK_DEPTH",
-                                           "SENTINEL_RESERVE",   "SENTINEL_TRACE"};
+                                           "SENTINEL_RESERVE",   "SENTINEL_TRACE",
+                                           "SENTINEL_SAMPLER",   "SENTINEL_WARMUP_STEPS",
+                                           "SENTINEL_PROFILE_STEPS", "SENTINEL_PROFILE_OUT",
+                                           "SENTINEL_SAMPLE_PERIOD"};
 constexpr const char* kForeignPrefixes[] = {"SENTINEL_GUEST_", "SENTINEL_BENCH_", "SENTINEL_TEST_"};
 
 void invalid(char* error, size_t cap, const char* var, const char* value, const char* accepted) {
@@ -57,6 +71,12 @@ bool starts_with(const char* s, const char* prefix) {
 const char* mode_name(Mode m) noexcept {
   for (const auto& e : kModes)
     if (e.mode == m) return e.name;
+  return "?";
+}
+
+const char* sampler_setting_name(SamplerChoiceSetting s) noexcept {
+  for (const auto& e : kSamplers)
+    if (e.setting == s) return e.name;
   return "?";
 }
 
@@ -132,6 +152,43 @@ bool parse_config(EnvLookup lookup, void* ctx, Config* out, char* error, size_t 
     }
     c.reserve_bytes = bytes;
   }
+  if (const char* v = lookup("SENTINEL_SAMPLER", ctx)) {
+    bool found = false;
+    for (const auto& e : kSamplers) {
+      if (str_equal(v, e.name)) {
+        c.sampler = e.setting;
+        found = true;
+      }
+    }
+    if (!found) return invalid(error, cap, "SENTINEL_SAMPLER", v, "auto, pebs, ibs, software, none"), false;
+  }
+  if (const char* v = lookup("SENTINEL_WARMUP_STEPS", ctx)) {
+    uint64_t n;
+    if (!parse_uint(v, &n) || n > 100000) {
+      return invalid(error, cap, "SENTINEL_WARMUP_STEPS", v, "an integer from 0 to 100000"), false;
+    }
+    c.warmup_steps = static_cast<uint32_t>(n);
+  }
+  if (const char* v = lookup("SENTINEL_PROFILE_STEPS", ctx)) {
+    uint64_t n;
+    if (!parse_uint(v, &n) || n < 1 || n > 100) {
+      return invalid(error, cap, "SENTINEL_PROFILE_STEPS", v, "an integer from 1 to 100"), false;
+    }
+    c.profile_steps = static_cast<uint32_t>(n);
+  }
+  if (const char* v = lookup("SENTINEL_PROFILE_OUT", ctx)) {
+    if (!copy_path(v, c.profile_out, sizeof c.profile_out)) {
+      return invalid(error, cap, "SENTINEL_PROFILE_OUT", v, "a non-empty file path shorter than 512 bytes"),
+             false;
+    }
+  }
+  if (const char* v = lookup("SENTINEL_SAMPLE_PERIOD", ctx)) {
+    uint64_t n;
+    if (!parse_uint(v, &n) || n < 100 || n > 100000000) {
+      return invalid(error, cap, "SENTINEL_SAMPLE_PERIOD", v, "an integer from 100 to 100000000"), false;
+    }
+    c.sample_period = n;
+  }
   *out = c;
   return true;
 }
@@ -161,7 +218,8 @@ bool find_unknown_variable(char* warning, size_t cap) noexcept {
     msg.put("sentinel: unknown variable ignored: ");
     for (const char* e = entry; *e != '\0' && *e != '='; ++e) msg.put_char(*e);
     msg.put(" (known: SENTINEL_MODE, SENTINEL_MIN_OBJECT, SENTINEL_LOG, SENTINEL_LOG_FILE, "
-            "SENTINEL_STATS, SENTINEL_STACK_DEPTH, SENTINEL_RESERVE, SENTINEL_TRACE)");
+            "SENTINEL_STATS, SENTINEL_STACK_DEPTH, SENTINEL_RESERVE, SENTINEL_TRACE, SENTINEL_SAMPLER, "
+            "SENTINEL_WARMUP_STEPS, SENTINEL_PROFILE_STEPS, SENTINEL_PROFILE_OUT, SENTINEL_SAMPLE_PERIOD)");
     found = true;
   });
   return found;

@@ -13,7 +13,10 @@ namespace sentinel {
 enum class Mode : uint8_t {
   kPassthrough,  // forward every call to the system allocator; track nothing
   kTrack,        // objects, tags, steps and statistics; no placement, no migration
+  kProfile,      // kTrack, plus an access profile of a few steps written to SENTINEL_PROFILE_OUT
 };
+
+enum class SamplerChoiceSetting : uint8_t { kAuto, kPebs, kIbs, kSoftware, kNone };
 
 enum class LogLevel : uint8_t { kTrace, kDebug, kInfo, kWarn, kError, kOff };
 
@@ -28,6 +31,12 @@ struct Config {
   uint32_t stack_depth = 16;              // SENTINEL_STACK_DEPTH: frames hashed into a call-site
   uint64_t reserve_bytes = 256ull << 30;  // SENTINEL_RESERVE: address space reserved for objects
   char trace_path[kPathMax] = {};         // SENTINEL_TRACE: allocation-event trace at exit; empty = none
+  // Profiling (SENTINEL_MODE=profile).
+  SamplerChoiceSetting sampler = SamplerChoiceSetting::kAuto;  // SENTINEL_SAMPLER
+  uint32_t warmup_steps = 1;              // SENTINEL_WARMUP_STEPS: steps skipped before profiling
+  uint32_t profile_steps = 2;             // SENTINEL_PROFILE_STEPS: steps profiled
+  char profile_out[kPathMax] = "sentinel-profile.json";  // SENTINEL_PROFILE_OUT
+  uint64_t sample_period = 10007;         // SENTINEL_SAMPLE_PERIOD: PMU events per sample
 };
 
 // Looks a variable up; returns nullptr when it is not set.
@@ -47,5 +56,6 @@ bool find_unknown_variable(char* warning, size_t warning_cap) noexcept;
 
 const char* mode_name(Mode m) noexcept;
 const char* log_level_name(LogLevel l) noexcept;
+const char* sampler_setting_name(SamplerChoiceSetting s) noexcept;
 
 }  // namespace sentinel

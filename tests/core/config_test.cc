@@ -44,7 +44,12 @@ TEST(Config, ReadsEveryVariable) {
                      {"SENTINEL_STATS", "/tmp/s.json"},
                      {"SENTINEL_STACK_DEPTH", "8"},
                      {"SENTINEL_RESERVE", "64G"},
-                     {"SENTINEL_TRACE", "/tmp/t"}},
+                     {"SENTINEL_TRACE", "/tmp/t"},
+                     {"SENTINEL_SAMPLER", "software"},
+                     {"SENTINEL_WARMUP_STEPS", "3"},
+                     {"SENTINEL_PROFILE_STEPS", "4"},
+                     {"SENTINEL_PROFILE_OUT", "/tmp/p.json"},
+                     {"SENTINEL_SAMPLE_PERIOD", "2000"}},
                     &c, &error))
       << error;
   EXPECT_EQ(c.mode, Mode::kPassthrough);
@@ -55,6 +60,11 @@ TEST(Config, ReadsEveryVariable) {
   EXPECT_EQ(c.stack_depth, 8u);
   EXPECT_EQ(c.reserve_bytes, 64ull << 30);
   EXPECT_STREQ(c.trace_path, "/tmp/t");
+  EXPECT_EQ(c.sampler, SamplerChoiceSetting::kSoftware);
+  EXPECT_EQ(c.warmup_steps, 3u);
+  EXPECT_EQ(c.profile_steps, 4u);
+  EXPECT_STREQ(c.profile_out, "/tmp/p.json");
+  EXPECT_EQ(c.sample_period, 2000u);
 }
 
 struct BadValue {
@@ -81,8 +91,13 @@ TEST_P(ConfigBadValue, OneLineNamingVariableValueAndAcceptedValues) {
 
 INSTANTIATE_TEST_SUITE_P(
     All, ConfigBadValue,
-    ::testing::Values(BadValue{"SENTINEL_MODE", "fast", "passthrough, track"},
-                      BadValue{"SENTINEL_MODE", "", "passthrough, track"},
+    ::testing::Values(BadValue{"SENTINEL_MODE", "fast", "passthrough, track, profile"},
+                      BadValue{"SENTINEL_MODE", "", "passthrough, track, profile"},
+                      BadValue{"SENTINEL_SAMPLER", "perf", "auto, pebs, ibs, software, none"},
+                      BadValue{"SENTINEL_WARMUP_STEPS", "-1", "0 to 100000"},
+                      BadValue{"SENTINEL_PROFILE_STEPS", "0", "1 to 100"},
+                      BadValue{"SENTINEL_PROFILE_OUT", "", "non-empty file path"},
+                      BadValue{"SENTINEL_SAMPLE_PERIOD", "10", "100 to 100000000"},
                       BadValue{"SENTINEL_MIN_OBJECT", "lots", "4096 to 1G"},
                       BadValue{"SENTINEL_MIN_OBJECT", "100", "4096 to 1G"},
                       BadValue{"SENTINEL_MIN_OBJECT", "2G", "4096 to 1G"},

@@ -1,0 +1,409 @@
+#include "profiler.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "logging.h"
+#include "profile/profile_builder.h"
+#include "profile/profile_io.h"
+#include "runtime_state.h"
+#include "sampler/pmu_sampler.h"
+#include "sampler/software_sampler.h"
+
+namespace sentinel::rt {
+namespace {
+
+constexpr uint32_t kMaxSampledSlots = 1u << 16;
+constexpr uint64_t kCacheLine = 64;
+
+enum class ProfState { kWaiting, kProfiling, kTail, kDone };
+const char* state_name(ProfState s) {
+  switch (s) {
+    case ProfState::kWaiting: return "waiting";
+    case ProfState::kProfiling: return "profiling";
+    case ProfState::kTail: return "finishing";
+    case ProfState::kDone: return "done";
+  }
+  return "?";
+}
+
+struct LiveObject {
+  uint64_t tag;
+  uint64_t site;
+  uint32_t occurrence;
+  uint64_t size;
+};
+
+struct Armed {
+  uint32_t slot;
+  uint64_t key;
+  uint64_t size;
+  uintptr_t start;
+};
+
+inline uint64_t instance_key(uint32_t slot, uint32_t generation) {
+  return (uint64_t{slot} << 32) | generation;
+}
+
+struct Profiler {
+  std::mutex mu;  // the service thread's tick against the exit handler
+  ProfState state = ProfState::kWaiting;
+  SamplerKind kind = SamplerKind::kNone;
+  std::string reason;
+  SoftwareSampler* software = nullptr;  // created once, never destroyed (frees may race with exit)
+  PmuSampler* pmu = nullptr;
+  PmuSamplerOptions pmu_options;
+
+  std::unordered_map<uint64_t, LiveObject> live;
+  std::unique_ptr<ProfileBuilder> builder;
+  uint64_t relocks_seen = ~uint64_t{0};
+  int64_t structure_first_step = -1;
+  int64_t first_step = -1;
+  uint32_t period = 0;
+
+  bool phase_open = false;
+  uint32_t phase_step = 0;  // step (relative) and phase the armed windows count for
+  uint32_t phase = 0;
+  uint64_t last_arm_ns = 0;
+  uint64_t arm_cost_ns = 0;
+  // How long each phase lasted in the last step seen (the step repeats, so this is the forecast).
+  std::vector<uint64_t> phase_forecast_ns;
+  int64_t prev_step = -1;
+  uint32_t prev_event = 0;
+  uint64_t prev_time_ns = 0;
+  std::vector<Armed> armed;  // sorted by start (PMU attribution uses binary search)
+  std::unordered_map<uint32_t, WindowCounts> last_counts;
+
+  uint64_t samples = 0;
+  uint64_t profiles_written = 0;
+  uint64_t restarts = 0;
+  uint32_t profiled_steps = 0;
+};
+
+Profiler* g_profiler = nullptr;
+std::atomic<bool> g_sampling_active{false};
+
+bool sampling_kind(SamplerKind k) { return k == SamplerKind::kSoftware || k == SamplerKind::kPebs || k == SamplerKind::kIbs; }
+
+std::string program_command_line() {
+  std::string cmd;
+  const int fd = ::open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return cmd;
+  char buf[1024];
+  const ssize_t n = ::read(fd, buf, sizeof buf);
+  ::close(fd);
+  for (ssize_t i = 0; i < n; ++i) cmd.push_back(buf[i] == '\0' ? ' ' : buf[i]);
+  while (!cmd.empty() && cmd.back() == ' ') cmd.pop_back();
+  return cmd;
+}
+
+void harvest(Profiler& p) {
+  if (!p.phase_open || !p.builder) return;
+  if (p.kind == SamplerKind::kSoftware) {
+    for (const Armed& a : p.armed) {
+      const WindowCounts c = p.software->counts(a.slot, 0);
+      WindowCounts& prev = p.last_counts[a.slot];
+      const uint64_t armed = c.armed - prev.armed;
+      const uint64_t touched = c.touched - prev.touched;
+      const uint64_t written = c.written - prev.written;
+      prev = c;
+      if (armed == 0 || touched == 0) continue;
+      // A touched window stands for the whole object: DNN kernels stream whole tensors, so the
+      // estimate is the touched fraction of the object's cache lines.
+      const double lines = static_cast<double>(a.size) / kCacheLine;
+      const double wfrac = static_cast<double>(written) / armed;
+      const double rfrac = static_cast<double>(touched - written) / armed;
+      p.builder->on_access(a.key, p.phase_step, p.phase, static_cast<uint64_t>(lines * rfrac),
+                           static_cast<uint64_t>(lines * wfrac));
+      p.samples += touched;
+    }
+  } else if (p.pmu != nullptr) {
+    const uint64_t period = p.pmu_options.sample_period;
+    p.pmu->drain([&](uint64_t addr, uint32_t, uint64_t, int is_write) {
+      auto it = std::upper_bound(p.armed.begin(), p.armed.end(), addr,
+                                 [](uint64_t x, const Armed& a) { return x < a.start; });
+      if (it == p.armed.begin()) return;
+      --it;
+      if (addr >= it->start + it->size) return;
+      p.builder->on_access(it->key, p.phase_step, p.phase, is_write == 1 ? 0 : period, is_write == 1 ? period : 0);
+      ++p.samples;
+    });
+  }
+}
+
+// Arms the sampler for the phase that begins, over the objects alive now.
+void arm(Profiler& p, uint32_t step_rel, uint32_t phase) {
+  p.armed.clear();
+  for (const auto& [key, o] : p.live) {
+    const uint32_t slot = static_cast<uint32_t>(key >> 32);
+    const ObjectRecord& r = g_state.heap.record(slot);
+    // Skip objects freed since the event we are processing: their extent may already be reused.
+    if (r.state.load(std::memory_order_acquire) != ExtentState::kLive ||
+        r.generation != static_cast<uint32_t>(key)) {
+      continue;
+    }
+    if (slot >= kMaxSampledSlots) continue;
+    p.armed.push_back(Armed{slot, key, o.size, r.start});
+  }
+  std::sort(p.armed.begin(), p.armed.end(), [](const Armed& a, const Armed& b) { return a.start < b.start; });
+  if (p.kind == SamplerKind::kSoftware) {
+    std::vector<SampleRegion> regions;
+    regions.reserve(p.armed.size());
+    for (const Armed& a : p.armed) regions.push_back(SampleRegion{a.start, a.size, a.slot});
+    p.software->arm(regions, 0);
+  }
+  p.phase_step = step_rel;
+  p.phase = phase;
+  p.phase_open = true;
+}
+
+void stop_sampling(Profiler& p) {
+  if (!g_sampling_active.load(std::memory_order_relaxed)) return;
+  harvest(p);
+  if (p.software != nullptr && p.kind == SamplerKind::kSoftware) {
+    p.software->disarm();
+    const SoftwareSamplerStats st = p.software->stats();
+    log_write(LogLevel::kDebug, ("software sampler: " + std::to_string(st.arms) + " arms, " +
+                                 std::to_string(st.windows_armed) + " windows, " + std::to_string(st.faults_claimed) +
+                                 " faults claimed, " + std::to_string(st.skipped_small + st.skipped_range + st.skipped_capacity) +
+                                 " regions skipped, " + std::to_string(st.mprotect_failures) + " mprotect failures")
+                                    .c_str());
+    p.software->stop();
+  }
+  if (p.pmu != nullptr && p.kind != SamplerKind::kSoftware) p.pmu->stop();
+  g_sampling_active.store(false, std::memory_order_release);
+  p.phase_open = false;
+  p.armed.clear();
+}
+
+bool start_sampling(Profiler& p) {
+  std::string error;
+  if (p.kind == SamplerKind::kSoftware) {
+    SoftwareSamplerOptions opt;
+    opt.max_slots = kMaxSampledSlots;
+    opt.max_phases = 1;  // the profiler harvests and re-arms at every phase boundary
+    opt.max_windows = 8192;
+    if (!p.software->start(opt, &error)) {
+      log_write(LogLevel::kError, ("software sampler cannot start: " + error).c_str());
+      return false;
+    }
+  } else if (p.pmu != nullptr) {
+    const ProbeResult r = p.pmu->start(p.pmu_options);
+    if (!r.ok) {
+      log_write(LogLevel::kError, ("PMU sampler cannot start: " + r.reason).c_str());
+      return false;
+    }
+  }
+  p.last_counts.clear();
+  g_sampling_active.store(true, std::memory_order_release);
+  return true;
+}
+
+void write_profile(Profiler& p) {
+  if (!p.builder) return;
+  const StepProfile profile =
+      p.builder->build(sampler_kind_name(p.kind), p.kind == SamplerKind::kSoftware ? 1 : p.pmu_options.sample_period,
+                       program_command_line());
+  std::string error;
+  if (!write_profile_file(g_state.config.profile_out, profile, &error)) {
+    log_write(LogLevel::kError, ("cannot write the profile: " + error).c_str());
+    return;
+  }
+  ++p.profiles_written;
+  p.profiled_steps = profile.profiled_steps;
+  log_write(LogLevel::kInfo, ("profile written to " + std::string(g_state.config.profile_out) + ": " +
+                              std::to_string(profile.objects.size()) + " objects, period " +
+                              std::to_string(profile.period) + " events, " +
+                              std::to_string(profile.profiled_steps) + " step(s)")
+                                 .c_str());
+}
+
+void restart(Profiler& p) {
+  stop_sampling(p);
+  p.builder.reset();
+  p.first_step = -1;
+  p.structure_first_step = -1;
+  p.state = ProfState::kWaiting;
+  ++p.restarts;
+  log_write(LogLevel::kInfo, "the step structure changed: profiling starts over");
+}
+
+void begin_profile(Profiler& p, const ObjectEvent& e) {
+  p.period = e.period;
+  p.first_step = e.step;
+  p.builder = std::make_unique<ProfileBuilder>(e.period, g_state.config.profile_steps);
+  for (const auto& [key, o] : p.live) p.builder->add_persistent(key, o.tag, o.site, o.occurrence, o.size);
+  p.state = ProfState::kProfiling;
+  p.phase_open = false;
+  p.last_arm_ns = 0;
+  if (sampling_kind(p.kind) && !start_sampling(p)) p.kind = SamplerKind::kNone;
+}
+
+void update_forecast(Profiler& p, const ObjectEvent& e) {
+  if (e.step < 0 || e.period == 0) return;
+  if (p.phase_forecast_ns.size() != e.period) p.phase_forecast_ns.assign(e.period, 0);
+  const bool next_in_step = e.step == p.prev_step && e.event == p.prev_event + 1;
+  const bool next_step = e.step == p.prev_step + 1 && e.event == 0;
+  if ((next_in_step || next_step) && p.prev_event < e.period && e.time_ns >= p.prev_time_ns) {
+    p.phase_forecast_ns[p.prev_event] = e.time_ns - p.prev_time_ns;
+  }
+  p.prev_step = e.step;
+  p.prev_event = e.event;
+  p.prev_time_ns = e.time_ns;
+}
+
+// Whether to harvest and re-arm at this phase boundary. Arming costs a few hundred microseconds (an
+// mprotect per live object, each a TLB shootdown on the busy cores), so very short phases are merged
+// into the group of the phase before them: a phase gets its own windows when it is forecast to last
+// at least three arming costs, or when the current group has lasted five.
+bool rearm_now(const Profiler& p, uint32_t phase, uint64_t now) {
+  if (!p.phase_open) return true;
+  const uint64_t forecast = phase < p.phase_forecast_ns.size() ? p.phase_forecast_ns[phase] : 0;
+  return forecast >= 3 * p.arm_cost_ns || now - p.last_arm_ns >= 5 * p.arm_cost_ns;
+}
+
+void on_alloc(Profiler& p, const ObjectEvent& e) {
+  const uint64_t key = instance_key(e.slot, e.generation);
+  update_forecast(p, e);
+  if (e.relocks != p.relocks_seen) {
+    if (p.relocks_seen != ~uint64_t{0} && p.state != ProfState::kWaiting) restart(p);
+    p.relocks_seen = e.relocks;
+    p.structure_first_step = -1;
+  }
+  if (p.state == ProfState::kWaiting && e.step >= 0 && e.event == 0 && e.period > 0) {
+    if (p.structure_first_step < 0) p.structure_first_step = e.step;
+    if (e.step - p.structure_first_step >= static_cast<int64_t>(g_state.config.warmup_steps)) begin_profile(p, e);
+  }
+  p.live[key] = LiveObject{e.tag, e.site, e.occurrence, e.size};
+  if (p.state != ProfState::kProfiling && p.state != ProfState::kTail) return;
+
+  const int64_t rel = e.step - p.first_step;
+  if (rel < 0) return;
+  const uint32_t steps = g_state.config.profile_steps;
+  if (p.state == ProfState::kProfiling && rel >= steps) {
+    stop_sampling(p);
+    p.builder->on_profile_end(e.time_ns);
+    p.state = ProfState::kTail;
+  }
+  if (p.state == ProfState::kTail && rel > steps) {
+    write_profile(p);
+    p.state = ProfState::kDone;
+    return;
+  }
+  p.builder->on_alloc(key, e.tag, e.site, e.occurrence, e.size, static_cast<uint32_t>(rel), e.event, e.time_ns,
+                      e.live_bytes);
+  if (p.state != ProfState::kProfiling) return;
+  const uint64_t now = now_ns();
+  if (!rearm_now(p, e.event, now)) return;
+  harvest(p);
+  arm(p, static_cast<uint32_t>(rel), e.event);
+  p.last_arm_ns = now;
+  p.arm_cost_ns = now_ns() - now;
+}
+
+void on_free(Profiler& p, const ObjectEvent& e) {
+  const uint64_t key = instance_key(e.slot, e.generation);
+  p.live.erase(key);
+  if ((p.state == ProfState::kProfiling || p.state == ProfState::kTail) && p.builder && e.step >= p.first_step) {
+    p.builder->on_free(key, static_cast<uint32_t>(e.step - p.first_step), e.event, e.live_bytes);
+  }
+}
+
+void drain_events(Profiler& p) {
+  ObjectEvent e;
+  while (g_state.events.pop(&e)) {
+    if (e.kind == ObjectEventKind::kAlloc) {
+      on_alloc(p, e);
+    } else {
+      on_free(p, e);
+    }
+  }
+}
+
+}  // namespace
+
+void profiler_init() noexcept {
+  try {
+    auto* p = new Profiler();
+    const Config& c = g_state.config;
+    p->pmu_options.sample_period = c.sample_period;
+    if (c.sampler == SamplerChoiceSetting::kNone) {
+      p->kind = SamplerKind::kNone;
+      p->reason = "SENTINEL_SAMPLER=none: lifetimes and phase times only";
+    } else {
+      const SamplerChoice choice = choose_sampler(sampler_setting_name(c.sampler), p->pmu_options);
+      p->kind = choice.kind;
+      p->reason = choice.reason;
+      if (choice.kind == SamplerKind::kPebs || choice.kind == SamplerKind::kIbs) {
+        p->pmu_options.kind = choice.kind;
+        p->pmu = new PmuSampler();
+      }
+    }
+    p->software = new SoftwareSampler();
+    g_profiler = p;
+    log_write(LogLevel::kInfo, ("sampler: " + std::string(sampler_kind_name(p->kind)) + " (" + p->reason + ")").c_str());
+  } catch (...) {
+    g_profiler = nullptr;
+  }
+}
+
+void profiler_tick() noexcept {
+  if (g_profiler == nullptr) return;
+  try {
+    std::lock_guard<std::mutex> lock(g_profiler->mu);
+    drain_events(*g_profiler);
+  } catch (...) {
+    // Out of memory in the service thread: profiling is lost, the program is not.
+  }
+}
+
+void profiler_on_free(uint32_t slot) noexcept {
+  if (!g_sampling_active.load(std::memory_order_acquire) || g_profiler == nullptr) return;
+  if (g_profiler->kind == SamplerKind::kSoftware) g_profiler->software->release(slot);
+}
+
+void profiler_fork_child() noexcept { g_sampling_active.store(false, std::memory_order_relaxed); }
+
+void profiler_at_exit() noexcept {
+  if (g_profiler == nullptr) return;
+  try {
+    std::lock_guard<std::mutex> lock(g_profiler->mu);
+    Profiler& p = *g_profiler;
+    drain_events(p);
+    if (p.state == ProfState::kProfiling || p.state == ProfState::kTail) {
+      stop_sampling(p);
+      p.builder->on_profile_end(now_ns());
+      write_profile(p);
+      p.state = ProfState::kDone;
+    }
+  } catch (...) {
+  }
+}
+
+ProfilerReport profiler_report() noexcept {
+  ProfilerReport r;
+  if (g_profiler == nullptr) return r;
+  try {
+    std::lock_guard<std::mutex> lock(g_profiler->mu);
+    const Profiler& p = *g_profiler;
+    r.sampler = sampler_kind_name(p.kind);
+    r.sampler_reason = p.reason;
+    r.samples = p.samples;
+    r.profiled_steps = p.profiled_steps;
+    r.profiles_written = p.profiles_written;
+    r.profile_restarts = p.restarts;
+    r.events_dropped = g_state.events.dropped();
+    r.profile_path = g_state.config.profile_out;
+    r.state = state_name(p.state);
+  } catch (...) {
+  }
+  return r;
+}
+
+}  // namespace sentinel::rt

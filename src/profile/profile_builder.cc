@@ -1,0 +1,143 @@
+#include "profile/profile_builder.h"
+
+#include <algorithm>
+
+#include "core/hash.h"
+
+namespace sentinel {
+
+ProfileBuilder::ProfileBuilder(uint32_t period, uint32_t profiled_steps)
+    : period_(period), steps_(profiled_steps), phase_ns_(period, 0) {}
+
+uint64_t ProfileBuilder::derived_tag(uint64_t tag) { return mix64(tag ^ 0x5e17e1ull); }
+
+ProfileBuilder::Accum& ProfileBuilder::accum_for(uint64_t tag) {
+  auto [it, inserted] = by_tag_.try_emplace(tag);
+  if (inserted) tag_order_.push_back(tag);
+  return it->second;
+}
+
+void ProfileBuilder::add_persistent(uint64_t key, uint64_t tag, uint64_t site, uint32_t occurrence,
+                                    uint64_t size) {
+  Accum& a = accum_for(tag);
+  if (a.instances == 0) {
+    a.object = ObjectProfile{};
+    a.object.tag = tag;
+    a.object.site = site;
+    a.object.occurrence = occurrence;
+    a.object.size = size;
+    a.object.persistent = true;
+    a.object.birth_phase = 0;
+    a.object.death_phase = period_ - 1;
+    a.instances = steps_;
+  }
+  live_[key] = Instance{tag, true, 0};
+}
+
+void ProfileBuilder::on_alloc(uint64_t key, uint64_t tag, uint64_t site, uint32_t occurrence, uint64_t size,
+                              uint32_t step, uint32_t event, uint64_t time_ns, uint64_t live_bytes_after) {
+  if (step >= steps_ || event >= period_) {
+    if (step >= steps_ && end_ns_ == 0) on_profile_end(time_ns);
+    return;
+  }
+  // The time since the previous event is the duration of the previous phase.
+  if (any_event_ && time_ns >= last_event_ns_ && last_step_ < steps_) phase_ns_[last_event_] += time_ns - last_event_ns_;
+  if (event == 0 && step_start_ns_.size() == step) step_start_ns_.push_back(time_ns);
+  any_event_ = true;
+  last_event_ns_ = time_ns;
+  last_step_ = step;
+  last_event_ = event;
+  peak_bytes_ = std::max(peak_bytes_, live_bytes_after);
+
+  // A step-local object whose call-site and occurrence equal those of a persistent object (the
+  // gradient buffer kept from the first step, say, and a temporary allocated at the same point of
+  // later steps) gets a derived tag, so tags stay unique in the profile.
+  auto existing = by_tag_.find(tag);
+  if (existing != by_tag_.end() && existing->second.object.persistent) tag = derived_tag(tag);
+  Accum& a = accum_for(tag);
+  if (a.instances == 0 || (!a.object.persistent && a.object.size == 0)) {
+    a.object = ObjectProfile{};
+    a.object.tag = tag;
+    a.object.site = site;
+    a.object.occurrence = occurrence;
+    a.object.size = size;
+    a.object.birth_phase = event;
+    a.object.death_phase = period_ - 1;  // until a free says otherwise
+  }
+  if (!a.object.persistent) {
+    ++a.instances;
+    a.object.size = std::max(a.object.size, size);
+  }
+  live_[key] = Instance{tag, a.object.persistent, step};
+}
+
+void ProfileBuilder::on_free(uint64_t key, uint32_t step, uint32_t event, uint64_t) {
+  auto it = live_.find(key);
+  if (it == live_.end()) return;
+  const Instance inst = it->second;
+  live_.erase(it);
+  if (inst.persistent || step < inst.birth_step) return;
+  Accum& a = by_tag_[inst.tag];
+  if (a.died || a.object.persistent) return;  // the first profiled instance defines the lifetime
+  const uint64_t span = uint64_t{step - inst.birth_step} * period_ + event;
+  // Alive at most until the same point of the next step; longer lives are clipped (and counted as
+  // spanning the whole step from birth).
+  const uint64_t max_death = uint64_t{a.object.birth_phase} + period_ - 1;
+  a.object.death_phase = static_cast<uint32_t>(std::clamp<uint64_t>(span, a.object.birth_phase, max_death));
+  a.died = true;
+}
+
+void ProfileBuilder::on_access(uint64_t key, uint32_t step, uint32_t phase, uint64_t reads, uint64_t writes) {
+  if (step >= steps_ || phase >= period_) return;
+  auto it = live_.find(key);
+  if (it == live_.end()) return;
+  Accum& a = by_tag_[it->second.tag];
+  PhaseAccess& pa = a.by_phase[phase];
+  pa.phase = phase;
+  pa.reads += reads;
+  pa.writes += writes;
+}
+
+void ProfileBuilder::on_profile_end(uint64_t time_ns) {
+  if (end_ns_ != 0) return;
+  if (any_event_ && time_ns >= last_event_ns_) phase_ns_[last_event_] += time_ns - last_event_ns_;
+  end_ns_ = time_ns;
+}
+
+StepProfile ProfileBuilder::build(const std::string& sampler, uint64_t sample_period,
+                                  const std::string& program) const {
+  StepProfile p;
+  p.period = period_;
+  const uint32_t steps_seen = static_cast<uint32_t>(std::max<size_t>(step_start_ns_.size(), 1));
+  p.profiled_steps = steps_seen;
+  p.sampler = sampler;
+  p.sample_period = sample_period;
+  p.program = program;
+  p.peak_object_bytes = peak_bytes_;
+  if (!step_start_ns_.empty() && end_ns_ > step_start_ns_.front()) {
+    p.step_time_ns = (end_ns_ - step_start_ns_.front()) / steps_seen;
+  }
+  p.phases.resize(period_);
+  for (uint32_t i = 0; i < period_; ++i) p.phases[i].duration_ns = phase_ns_[i] / steps_seen;
+
+  for (uint64_t tag : tag_order_) {
+    const Accum& a = by_tag_.at(tag);
+    if (a.object.size == 0) continue;
+    ObjectProfile o = a.object;
+    const uint64_t divisor = std::max<uint32_t>(a.object.persistent ? steps_seen : a.instances, 1);
+    for (const auto& [phase, pa] : a.by_phase) {
+      // Only phases inside the lifetime: a sample that lands just after a free belongs to no object.
+      const bool alive = o.death_phase < period_
+                             ? (phase >= o.birth_phase && phase <= o.death_phase)
+                             : (phase >= o.birth_phase || phase <= o.death_phase - period_);
+      if (!alive) continue;
+      o.accesses.push_back(PhaseAccess{phase, pa.reads / divisor, pa.writes / divisor});
+    }
+    std::sort(o.accesses.begin(), o.accesses.end(),
+              [](const PhaseAccess& x, const PhaseAccess& y) { return x.phase < y.phase; });
+    p.objects.push_back(std::move(o));
+  }
+  return p;
+}
+
+}  // namespace sentinel

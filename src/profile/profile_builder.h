@@ -1,0 +1,74 @@
+// Builds a StepProfile from what the runtime observes during the profiled steps: object births and
+// deaths on the step clock, per-phase access estimates from a sampler, and event times.
+//
+// Objects are identified while they live by an instance key (the runtime uses extent slot and
+// generation) and in the profile by their tag, which is the same for the same tensor in every step.
+// Counts are averaged over the profiled steps. Objects alive when profiling starts are persistent
+// (weights, optimizer state, gradients kept across steps).
+//
+// Step-relative indices: `step` below is 0 for the first profiled step, 1 for the next, ...; events
+// with step >= profiled_steps only close lifetimes (an object born in the last profiled step and
+// freed early in the next one wraps past the step end).
+//
+// Thread safety: none; the runtime's service thread owns it. Allocates freely.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "profile/profile.h"
+
+namespace sentinel {
+
+class ProfileBuilder {
+ public:
+  ProfileBuilder(uint32_t period, uint32_t profiled_steps);
+
+  void add_persistent(uint64_t key, uint64_t tag, uint64_t site, uint32_t occurrence, uint64_t size);
+  // An allocation event: the start of phase `event` of step `step`.
+  void on_alloc(uint64_t key, uint64_t tag, uint64_t site, uint32_t occurrence, uint64_t size,
+                uint32_t step, uint32_t event, uint64_t time_ns, uint64_t live_bytes_after);
+  void on_free(uint64_t key, uint32_t step, uint32_t event, uint64_t live_bytes_after);
+  // Estimated accesses of a live object in a phase (already scaled to the whole object).
+  void on_access(uint64_t key, uint32_t step, uint32_t phase, uint64_t reads, uint64_t writes);
+  // The first event of step `profiled_steps` (or the end of the run): closes the last phase.
+  void on_profile_end(uint64_t time_ns);
+
+  bool has_complete_step() const { return end_ns_ != 0 && !step_start_ns_.empty(); }
+  StepProfile build(const std::string& sampler, uint64_t sample_period, const std::string& program) const;
+
+  // The tag under which a step-local object is recorded when a persistent object already has its tag.
+  static uint64_t derived_tag(uint64_t tag);
+
+ private:
+  struct Instance {
+    uint64_t tag;
+    bool persistent;
+    uint32_t birth_step;
+  };
+  struct Accum {
+    ObjectProfile object;
+    uint32_t instances = 0;  // how many steps produced this tag
+    bool died = false;
+    std::unordered_map<uint32_t, PhaseAccess> by_phase;
+  };
+  Accum& accum_for(uint64_t tag);
+
+  uint32_t period_;
+  uint32_t steps_;
+  std::unordered_map<uint64_t, Instance> live_;  // by instance key
+  std::unordered_map<uint64_t, Accum> by_tag_;
+  std::vector<uint64_t> tag_order_;  // first-seen order, so output is deterministic
+  std::vector<uint64_t> phase_ns_;   // summed over steps
+  std::vector<uint64_t> step_start_ns_;
+  uint64_t last_event_ns_ = 0;
+  uint32_t last_step_ = 0;
+  uint32_t last_event_ = 0;
+  bool any_event_ = false;
+  uint64_t end_ns_ = 0;
+  uint64_t peak_bytes_ = 0;
+};
+
+}  // namespace sentinel

@@ -3,6 +3,7 @@
 #include <cstddef>
 
 #include "runtime.h"
+#include "signals.h"
 
 #define SENTINEL_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -25,6 +26,13 @@ SENTINEL_EXPORT void* memalign(size_t align, size_t size) noexcept {
 SENTINEL_EXPORT void* valloc(size_t size) noexcept { return sentinel::rt::valloc(size); }
 SENTINEL_EXPORT void* pvalloc(size_t size) noexcept { return sentinel::rt::pvalloc(size); }
 SENTINEL_EXPORT size_t malloc_usable_size(void* p) noexcept { return sentinel::rt::malloc_usable_size(p); }
+
+SENTINEL_EXPORT int sigaction(int signum, const struct sigaction* act, struct sigaction* old) noexcept {
+  return sentinel::rt::sigaction(signum, act, old);
+}
+SENTINEL_EXPORT sighandler_t signal(int signum, sighandler_t handler) noexcept {
+  return sentinel::rt::signal(signum, handler);
+}
 
 // Runs before main (after libc is ready); allocations made earlier simply go to the system allocator.
 __attribute__((constructor)) static void sentinel_constructor() { sentinel::rt::initialise(); }

@@ -27,6 +27,9 @@ void profiler_init() noexcept;
 void profiler_tick() noexcept;
 // Called by free() before the extent of `slot` can be reused: no sampled window may stay protected.
 void profiler_on_free(uint32_t slot) noexcept;
+// True while the software sampler holds the kernel's SIGSEGV disposition (the program's own handler
+// then lives in the sampler's chain).
+bool profiler_owns_sigsegv() noexcept;
 // In a forked child: the service thread (and any lock it held) is gone; sampling must not be touched.
 void profiler_fork_child() noexcept;
 // At exit: writes a profile of the steps profiled so far if none was written yet.

@@ -75,7 +75,7 @@ void SegvChain::deliver(int sig, siginfo_t* info, void* ucontext) {
   // a sent signal is re-sent (it stays pending while this handler blocks it, then kills on return).
   struct sigaction dfl;
   default_disposition(&dfl);
-  sigaction(sig, &dfl, nullptr);
+  __sigaction(sig, &dfl, nullptr);
   if (sent) syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), sig);
 }
 

@@ -14,6 +14,11 @@
 
 #include <csignal>
 
+// glibc's own entry point for sigaction(). The sampler installs and restores its handler through it, so
+// that inside libsentinel.so, which interposes sigaction() for the program, the call reaches the kernel
+// rather than Sentinel's interposer.
+extern "C" int __sigaction(int signum, const struct sigaction* act, struct sigaction* old);
+
 namespace sentinel {
 
 class SegvChain {

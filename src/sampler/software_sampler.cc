@@ -108,7 +108,7 @@ bool SoftwareSampler::start(const SoftwareSamplerOptions& options, std::string* 
   sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
   sigemptyset(&sa.sa_mask);
   struct sigaction previous;
-  if (sigaction(SIGSEGV, &sa, &previous) != 0) {
+  if (__sigaction(SIGSEGV, &sa, &previous) != 0) {
     const int e = errno;
     windows_.reset();
     counters_.reset();
@@ -128,7 +128,7 @@ void SoftwareSampler::stop() {
   disarm_locked();
   struct sigaction program;
   SegvChain::get(&program);
-  sigaction(SIGSEGV, &program, nullptr);
+  __sigaction(SIGSEGV, &program, nullptr);
   // Faults after this point reach the program's handler directly from the kernel. A handler that
   // loaded g_active just before may still be scanning the tables, so they are freed only with the
   // object (or replaced by a later start()), not here; counts stay readable.

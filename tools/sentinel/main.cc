@@ -21,6 +21,7 @@ void usage(FILE* out) {
                "commands:\n"
                "  run [options] -- PROGRAM ARGS...   run PROGRAM with libsentinel.so preloaded, then\n"
                "                                     print a summary of what Sentinel saw\n"
+               "  profile [options] -- PROGRAM ...   record an access profile of its first steps\n"
 #ifdef SENTINEL_HAVE_TOPO
                "  topology [--json]                  show the NUMA nodes and the fast/slow choice\n"
 #endif
@@ -45,6 +46,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (!std::strcmp(cmd, "run")) return sentinel::cli::run_main(argc - 1, argv + 1);
+  if (!std::strcmp(cmd, "profile")) return sentinel::cli::profile_main(argc - 1, argv + 1);
 #ifdef SENTINEL_HAVE_TOPO
   if (!std::strcmp(cmd, "topology")) return sentinel::cli::topology_main(argc - 1, argv + 1);
 #endif

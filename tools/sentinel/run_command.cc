@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <functional>
 #include <vector>
 
 #include "commands.h"
@@ -63,8 +64,11 @@ std::string default_library_path() {
   return "";
 }
 
-int run_main(int argc, char** argv) {
-  std::vector<std::pair<std::string, std::string>> env;
+int run_main(int argc, char** argv) { return run_program(argc, argv, {}, nullptr); }
+
+int run_program(int argc, char** argv, const EnvList& extra_env,
+                const std::function<bool(int, char**, EnvList*)>& extra_option) {
+  std::vector<std::pair<std::string, std::string>> env = extra_env;
   std::string lib = default_library_path();
   std::string stats;
   bool quiet = false;
@@ -90,6 +94,10 @@ int run_main(int argc, char** argv) {
     }
     if (!std::strcmp(arg, "--lib")) {
       lib = argv[++i];
+      continue;
+    }
+    if (extra_option && extra_option(i, argv, &env)) {
+      ++i;
       continue;
     }
     bool known = false;

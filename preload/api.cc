@@ -15,6 +15,15 @@ __attribute__((visibility("default"))) void sentinel_step_begin(void) {
   g_state.detector.mark_step();
 }
 
+__attribute__((visibility("default"))) int sentinel_object_node(const void* p) {
+  if (!g_state.heap.contains(p)) return -1;
+  const uint32_t slot = g_state.heap.slot_of(p);
+  if (slot == sentinel::kNoSlot) return -1;
+  const auto& r = g_state.heap.record(slot);
+  if (r.state.load(std::memory_order_acquire) != sentinel::ExtentState::kLive) return -1;
+  return g_state.placer.node_of_pool(r.pool);
+}
+
 __attribute__((visibility("default"))) int sentinel_active(void) {
   return g_state.phase.load(std::memory_order_acquire) == Phase::kActive ? 1 : 0;
 }

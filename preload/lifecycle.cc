@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <string>
 
 #include "core/text_buf.h"
 #include "logging.h"
@@ -14,6 +15,8 @@
 #include "real_malloc.h"
 #include "runtime.h"
 #include "runtime_state.h"
+#include "core/env.h"
+#include "topo/topology.h"
 #include "stats_json.h"
 
 namespace sentinel::rt {
@@ -91,6 +94,39 @@ void report_config_error(const char* message) {
   write_all(2, "\n", 1);
 }
 
+// Finds the fast and slow nodes and sets up the budget placer. With one memory node there is nothing
+// to place: said once, and objects are allocated as before. Returns false (after one line on stderr)
+// for an invalid SENTINEL_FAST_BUDGET, SENTINEL_FAST_NODE or SENTINEL_SLOW_NODE.
+bool configure_placement() {
+  place::PlacerConfig pc;
+  std::string_view why;
+  const char* budget = env_get("SENTINEL_FAST_BUDGET");
+  if (budget != nullptr && !place::parse_fast_budget(budget, &pc.budget, &why)) {
+    const std::string line = std::string("sentinel: invalid SENTINEL_FAST_BUDGET='") + budget +
+                             "': accepted a byte count with optional K/M/G suffix (e.g. 512M) or a percentage of "
+                             "the peak object bytes (e.g. 20%); running as a pass-through allocator";
+    report_config_error(line.c_str());
+    return false;
+  }
+  topo::Topology topology;
+  std::string error;
+  if (!topo::detect_topology(topo::options_from_env(), &topology, &error)) {
+    report_config_error(("sentinel: " + error + "; running as a pass-through allocator").c_str());
+    return false;
+  }
+  pc.fast_node = topology.fast_node;
+  pc.slow_node = topology.tiered() ? topology.slow_node : -1;
+  if (!g_state.placer.configure(pc, &why)) {
+    report_config_error(("sentinel: placement: " + std::string(why) + "; running as a pass-through allocator").c_str());
+    return false;
+  }
+  log_write(LogLevel::kInfo, ("topology: " + topology.reason).c_str());
+  if (!topology.tiered() && budget != nullptr) {
+    log_write(LogLevel::kWarn, "SENTINEL_FAST_BUDGET is set but there is a single memory node: no placement");
+  }
+  return true;
+}
+
 }  // namespace
 
 void initialise() noexcept {
@@ -119,6 +155,10 @@ void initialise() noexcept {
   }
   if (!g_state.heap.init(config.reserve_bytes)) {
     log_write(LogLevel::kError, "cannot reserve address space for objects; running as pass-through");
+    g_state.phase.store(Phase::kPassthrough, std::memory_order_release);
+    return;
+  }
+  if (!configure_placement()) {
     g_state.phase.store(Phase::kPassthrough, std::memory_order_release);
     return;
   }

@@ -243,6 +243,8 @@ void begin_profile(Profiler& p, const ObjectEvent& e) {
   p.first_step = e.step;
   p.builder = std::make_unique<ProfileBuilder>(e.period, g_state.config.profile_steps);
   for (const auto& [key, o] : p.live) p.builder->add_persistent(key, o.tag, o.site, o.occurrence, o.size);
+  // The step that just ended ran without sampling: its phase times are the program's own.
+  p.builder->set_unsampled_phase_ns(p.phase_forecast_ns);
   p.state = ProfState::kProfiling;
   p.phase_open = false;
   p.last_arm_ns = 0;

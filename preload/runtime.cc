@@ -68,10 +68,24 @@ __attribute__((noinline)) void* alloc_object(size_t size, size_t align, bool* ze
   ReentrancyGuard guard;
   State& s = g_state;
   bool fresh_zero = false;
-  const uint32_t slot = s.heap.allocate(size, align, 0, &fresh_zero);
+  const uint64_t extent = place::extent_bytes_for(size);
+  const place::Decision d = s.placer.choose(extent);
+  const uint32_t slot = s.heap.allocate(size, align, d.pool, &fresh_zero);
   if (slot == kNoSlot) {
+    s.placer.release(d.pool, extent);
     s.counters.heap_full_fallbacks.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
+  }
+  {
+    ObjectRecord& rb = s.heap.record(slot);
+    if (s.placer.enabled() && rb.bound_node_plus1 != d.node + 1) {
+      std::string_view why;
+      void* start = reinterpret_cast<void*>(rb.start);
+      const bool ok = rb.bound_node_plus1 == 0 ? s.placer.bind(start, rb.extent_bytes, d, &why)
+                                               : s.placer.rebind(start, rb.extent_bytes, d, &why);
+      if (ok && rb.bound_node_plus1 != 0) fresh_zero = true;
+      if (ok) rb.bound_node_plus1 = static_cast<uint16_t>(d.node + 1);
+    }
   }
   if (zeroed != nullptr) *zeroed = fresh_zero;
   const uint64_t site = s.sites.capture(s.config.stack_depth, kOwnFrames);
@@ -91,6 +105,7 @@ __attribute__((noinline)) void* alloc_object(size_t size, size_t align, bool* ze
     SpinGuard clock(s.clock_lock);
     if (s.detector.observe(site, static_cast<uint32_t>(live_objects), live_bytes, size)) {
       s.occurrences.reset();
+      s.placer.update_peak(s.counters.peak_live_bytes.load(std::memory_order_relaxed));
     }
     occurrence = s.occurrences.next(site);
     step = s.detector.step_index();
@@ -152,6 +167,7 @@ void free_object(void* p) noexcept {
   }
   // No sampled window may stay protected once the extent can be handed to another object.
   profiler_on_free(slot);
+  s.placer.release(r.pool, r.extent_bytes);
   s.heap.release(slot);
 }
 

@@ -15,6 +15,7 @@
 #include "core/site_counter.h"
 #include "core/spin_lock.h"
 #include "core/step_detector.h"
+#include "place/budget_placer.h"
 
 namespace sentinel::rt {
 
@@ -43,6 +44,7 @@ struct State {
   uint64_t start_ns = 0;
 
   ObjectHeap heap;
+  place::BudgetPlacer placer;
   CallSiteHasher sites;
   Counters counters;
   DeferredLog log;

@@ -67,7 +67,12 @@ bool write_stats_json(const char* path) noexcept {
       "  \"extent_bytes_carved\": %llu,\n"
       "  \"reserved_bytes\": %llu,\n"
       "  \"call_site_cache_misses\": %llu,\n"
-      "  \"dropped_log_messages\": %llu\n"
+      "  \"dropped_log_messages\": %llu,\n"
+      "  \"fast_budget_bytes\": %llu,\n"
+      "  \"peak_fast_bytes\": %llu,\n"
+      "  \"peak_slow_bytes\": %llu,\n"
+      "  \"forced_slow_allocations\": %llu,\n"
+      "  \"bind_failures\": %llu\n"
       "}\n",
       mode_name(s.config.mode), sampler_json.c_str(), static_cast<int>(s.init_pid), seconds,
       static_cast<unsigned long long>(s.config.min_object),
@@ -91,7 +96,12 @@ bool write_stats_json(const char* path) noexcept {
       static_cast<unsigned long long>(heap.carved_bytes),
       static_cast<unsigned long long>(s.heap.reserved_bytes()),
       static_cast<unsigned long long>(s.sites.cache_misses()),
-      static_cast<unsigned long long>(s.log.dropped()));
+      static_cast<unsigned long long>(s.log.dropped()),
+      static_cast<unsigned long long>(s.placer.stats().budget_bytes),
+      static_cast<unsigned long long>(s.placer.stats().peak_fast_bytes),
+      static_cast<unsigned long long>(s.placer.stats().peak_slow_bytes),
+      static_cast<unsigned long long>(s.placer.stats().forced_slow_allocations),
+      static_cast<unsigned long long>(s.placer.stats().bind_failures));
   if (n <= 0 || static_cast<size_t>(n) >= sizeof buf) return false;
   const int fd = ::open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return false;

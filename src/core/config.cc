@@ -36,10 +36,13 @@ constexpr const char* kKnownVariables[] = {"SENTINEL_MODE",      "SENTINEL_MIN_O
                                            "SENTINEL_LOG",       "SENTINEL_LOG_FILE",
                                            "SENTINEL_STATS",     "SENTINEL_STACK_DEPTH",
                                            "SENTINEL_RESERVE",   "SENTINEL_TRACE",
+                                           "SENTINEL_FAST_BUDGET", "SENTINEL_FAST_NODE",
+                                           "SENTINEL_SLOW_NODE", "SENTINEL_SYSFS_ROOT",
                                            "SENTINEL_SAMPLER",   "SENTINEL_WARMUP_STEPS",
                                            "SENTINEL_PROFILE_STEPS", "SENTINEL_PROFILE_OUT",
                                            "SENTINEL_SAMPLE_PERIOD"};
-constexpr const char* kForeignPrefixes[] = {"SENTINEL_GUEST_", "SENTINEL_BENCH_", "SENTINEL_TEST_"};
+constexpr const char* kForeignPrefixes[] = {"SENTINEL_GUEST_", "SENTINEL_BENCH_", "SENTINEL_TEST_",
+                                            "SENTINEL_IN_GUEST"};
 
 void invalid(char* error, size_t cap, const char* var, const char* value, const char* accepted) {
   TextBuf msg(error, cap);
@@ -219,7 +222,8 @@ bool find_unknown_variable(char* warning, size_t cap) noexcept {
     for (const char* e = entry; *e != '\0' && *e != '='; ++e) msg.put_char(*e);
     msg.put(" (known: SENTINEL_MODE, SENTINEL_MIN_OBJECT, SENTINEL_LOG, SENTINEL_LOG_FILE, "
             "SENTINEL_STATS, SENTINEL_STACK_DEPTH, SENTINEL_RESERVE, SENTINEL_TRACE, SENTINEL_SAMPLER, "
-            "SENTINEL_WARMUP_STEPS, SENTINEL_PROFILE_STEPS, SENTINEL_PROFILE_OUT, SENTINEL_SAMPLE_PERIOD)");
+            "SENTINEL_WARMUP_STEPS, SENTINEL_PROFILE_STEPS, SENTINEL_PROFILE_OUT, SENTINEL_SAMPLE_PERIOD, "
+            "SENTINEL_FAST_BUDGET, SENTINEL_FAST_NODE, SENTINEL_SLOW_NODE)");
     found = true;
   });
   return found;

@@ -51,7 +51,8 @@ bool parse_config_from_environ(Config* out, char* error, size_t error_cap) noexc
 
 // Reports the first SENTINEL_* variable in the environment that Sentinel does not know (a likely typo),
 // as a one-line warning in `warning`; returns false when there is none. Variables of Sentinel's scripts
-// (SENTINEL_GUEST_*, SENTINEL_BENCH_*, SENTINEL_TEST_*) are not the runtime's and are skipped.
+// (SENTINEL_GUEST_*, SENTINEL_BENCH_*, SENTINEL_TEST_*, SENTINEL_IN_GUEST) are not the runtime's and
+// are skipped.
 bool find_unknown_variable(char* warning, size_t warning_cap) noexcept;
 
 const char* mode_name(Mode m) noexcept;

@@ -44,7 +44,8 @@ struct ObjectRecord {
   uint16_t size_class = 0;
   uint8_t pool = 0;
   std::atomic<ExtentState> state{ExtentState::kUnused};
-  bool resident = false;  // pages may be backed (false after MADV_DONTNEED)
+  bool resident = false;          // pages may be backed (false after MADV_DONTNEED)
+  uint16_t bound_node_plus1 = 0;  // node the extent is mbind-ed to, plus one; 0 = never bound
 };
 
 struct HeapStats {

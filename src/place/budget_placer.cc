@@ -1,0 +1,207 @@
+#include "place/budget_placer.h"
+
+#include "core/env.h"
+
+namespace sentinel::place {
+namespace {
+
+constexpr uint64_t kUnlimited = ~uint64_t{0};
+constexpr uint32_t kMillion = 1000000;
+
+}  // namespace
+
+bool parse_fast_budget(const char* text, BudgetSpec* out, std::string_view* why) noexcept {
+  if (text == nullptr || *text == '\0') {
+    *out = BudgetSpec{};
+    return true;
+  }
+  uint64_t bytes = 0;
+  double percent = 0.0;
+  if (!parse_bytes_or_percent(text, &bytes, &percent)) {
+    if (why != nullptr) *why = "expected bytes (e.g. 512M, 4G) or a percentage in (0, 100] (e.g. 20%)";
+    return false;
+  }
+  BudgetSpec spec;
+  if (percent > 0.0) {
+    spec.kind = BudgetKind::kPercent;
+    // Rounded to parts per million, at least 1: "0.00001%" is still a (tiny) positive budget.
+    const double ppm = percent * 10000.0 + 0.5;
+    spec.percent_ppm = ppm < 1.0 ? 1 : (ppm > kMillion ? kMillion : static_cast<uint32_t>(ppm));
+  } else {
+    spec.kind = BudgetKind::kBytes;
+    spec.bytes = bytes;
+  }
+  *out = spec;
+  return true;
+}
+
+bool BudgetPlacer::configure(const PlacerConfig& config, std::string_view* why) noexcept {
+  if (config.fast_node < 0 || config.fast_node > kMaxNodeId || config.slow_node > kMaxNodeId) {
+    if (why != nullptr) *why = "node id out of range";
+    return false;
+  }
+  if (config.slow_node == config.fast_node) {
+    if (why != nullptr) *why = "fast and slow node are the same";
+    return false;
+  }
+  if (config.budget.kind == BudgetKind::kPercent &&
+      (config.budget.percent_ppm == 0 || config.budget.percent_ppm > kMillion)) {
+    if (why != nullptr) *why = "percentage budget outside (0, 100]";
+    return false;
+  }
+  fast_node_ = config.fast_node;
+  slow_node_ = config.slow_node < 0 ? -1 : config.slow_node;
+  enabled_ = slow_node_ >= 0;
+  budget_ = config.budget;
+  mode_ = config.mode;
+  for (auto* c : {&fast_live_, &slow_live_, &total_live_, &peak_fast_, &peak_slow_, &peak_total_,
+                  &step_peak_, &fast_allocs_, &slow_allocs_, &forced_slow_, &binds_, &bind_failures_,
+                  &rebinds_, &release_errors_}) {
+    c->store(0, std::memory_order_relaxed);
+  }
+  resolved_.store(budget_.kind != BudgetKind::kPercent, std::memory_order_relaxed);
+  last_bind_errno_.store(0, std::memory_order_relaxed);
+  return true;
+}
+
+int BudgetPlacer::node_of_pool(uint8_t pool) const noexcept {
+  if (pool == kFastPool) return fast_node_;
+  if (pool == kSlowPool) return slow_node_;
+  return -1;
+}
+
+uint64_t BudgetPlacer::budget_for_peak(uint64_t peak) const noexcept {
+  switch (budget_.kind) {
+    case BudgetKind::kBytes: return budget_.bytes;
+    case BudgetKind::kPercent: {
+      const unsigned __int128 b = static_cast<unsigned __int128>(peak) * budget_.percent_ppm / kMillion;
+      return static_cast<uint64_t>(b);
+    }
+    case BudgetKind::kUnlimited: break;
+  }
+  return kUnlimited;
+}
+
+uint64_t BudgetPlacer::budget_bytes() const noexcept {
+  if (!enabled_) return kUnlimited;
+  const uint64_t own = peak_total_.load(std::memory_order_acquire);
+  const uint64_t reported = step_peak_.load(std::memory_order_acquire);
+  return budget_for_peak(own > reported ? own : reported);
+}
+
+void BudgetPlacer::raise(std::atomic<uint64_t>& peak, uint64_t value) noexcept {
+  uint64_t cur = peak.load(std::memory_order_relaxed);
+  while (value > cur && !peak.compare_exchange_weak(cur, value, std::memory_order_acq_rel,
+                                                    std::memory_order_relaxed)) {
+  }
+}
+
+Decision BudgetPlacer::choose(uint64_t extent_bytes) noexcept {
+  Decision d;
+  if (!enabled_) {
+    d.pool = kFastPool;
+    d.node = fast_node_;
+    raise(peak_fast_, fast_live_.fetch_add(extent_bytes, std::memory_order_relaxed) + extent_bytes);
+    fast_allocs_.fetch_add(1, std::memory_order_relaxed);
+    return d;
+  }
+  // The peak is raised before the budget is read, so a percentage budget already counts this object:
+  // the fast share stays within p% of a peak the program has really reached.
+  raise(peak_total_, total_live_.fetch_add(extent_bytes, std::memory_order_acq_rel) + extent_bytes);
+  const uint64_t budget = budget_bytes();
+  uint64_t fast = fast_live_.load(std::memory_order_relaxed);
+  // The budget read above can only have grown since, so a reservation that fits it is safe.
+  while (fast <= budget && extent_bytes <= budget - fast) {
+    if (fast_live_.compare_exchange_weak(fast, fast + extent_bytes, std::memory_order_acq_rel,
+                                         std::memory_order_relaxed)) {
+      raise(peak_fast_, fast + extent_bytes);
+      fast_allocs_.fetch_add(1, std::memory_order_relaxed);
+      d.pool = kFastPool;
+      d.node = fast_node_;
+      return d;
+    }
+  }
+  raise(peak_slow_, slow_live_.fetch_add(extent_bytes, std::memory_order_relaxed) + extent_bytes);
+  slow_allocs_.fetch_add(1, std::memory_order_relaxed);
+  forced_slow_.fetch_add(1, std::memory_order_relaxed);
+  d.pool = kSlowPool;
+  d.node = slow_node_;
+  d.forced_slow = true;
+  return d;
+}
+
+void BudgetPlacer::release(uint8_t pool, uint64_t extent_bytes) noexcept {
+  std::atomic<uint64_t>* live = pool == kFastPool ? &fast_live_ : (pool == kSlowPool ? &slow_live_ : nullptr);
+  if (live == nullptr || (pool == kSlowPool && !enabled_)) {
+    release_errors_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  // Clamped at zero: an unbalanced release must not wrap the counter and open the budget wide.
+  uint64_t cur = live->load(std::memory_order_relaxed);
+  uint64_t next;
+  do {
+    next = cur >= extent_bytes ? cur - extent_bytes : 0;
+  } while (!live->compare_exchange_weak(cur, next, std::memory_order_acq_rel, std::memory_order_relaxed));
+  if (cur < extent_bytes) release_errors_.fetch_add(1, std::memory_order_relaxed);
+  if (enabled_) {
+    cur = total_live_.load(std::memory_order_relaxed);
+    do {
+      next = cur >= extent_bytes ? cur - extent_bytes : 0;
+    } while (!total_live_.compare_exchange_weak(cur, next, std::memory_order_acq_rel,
+                                                std::memory_order_relaxed));
+  }
+}
+
+void BudgetPlacer::update_peak(uint64_t step_peak_bytes) noexcept {
+  raise(step_peak_, step_peak_bytes);
+  resolved_.store(true, std::memory_order_release);
+}
+
+void BudgetPlacer::count_bind(bool ok, int err) noexcept {
+  if (ok) return;
+  bind_failures_.fetch_add(1, std::memory_order_relaxed);
+  last_bind_errno_.store(err, std::memory_order_relaxed);
+}
+
+bool BudgetPlacer::bind(void* addr, uint64_t extent_bytes, const Decision& d, std::string_view* why) noexcept {
+  binds_.fetch_add(1, std::memory_order_relaxed);
+  int err = 0;
+  const bool ok = bind_range(addr, extent_bytes, d.node, mode_, false, why, &err);
+  count_bind(ok, err);
+  return ok;
+}
+
+bool BudgetPlacer::rebind(void* addr, uint64_t extent_bytes, const Decision& d, std::string_view* why) noexcept {
+  rebinds_.fetch_add(1, std::memory_order_relaxed);
+  int err = 0;
+  const bool ok = rebind_discarding(addr, extent_bytes, d.node, mode_, why, &err);
+  count_bind(ok, err);
+  return ok;
+}
+
+PlacerStats BudgetPlacer::stats() const noexcept {
+  PlacerStats s;
+  s.enabled = enabled_;
+  s.fast_node = fast_node_;
+  s.slow_node = slow_node_;
+  s.budget_kind = enabled_ ? budget_.kind : BudgetKind::kUnlimited;
+  s.budget_percent_ppm = budget_.kind == BudgetKind::kPercent ? budget_.percent_ppm : 0;
+  s.budget_resolved = resolved_.load(std::memory_order_acquire);
+  s.budget_bytes = budget_bytes();
+  s.fast_live_bytes = fast_live_.load(std::memory_order_relaxed);
+  s.slow_live_bytes = slow_live_.load(std::memory_order_relaxed);
+  s.peak_fast_bytes = peak_fast_.load(std::memory_order_relaxed);
+  s.peak_slow_bytes = peak_slow_.load(std::memory_order_relaxed);
+  s.peak_total_bytes = peak_total_.load(std::memory_order_relaxed);
+  s.fast_allocations = fast_allocs_.load(std::memory_order_relaxed);
+  s.slow_allocations = slow_allocs_.load(std::memory_order_relaxed);
+  s.forced_slow_allocations = forced_slow_.load(std::memory_order_relaxed);
+  s.binds = binds_.load(std::memory_order_relaxed);
+  s.bind_failures = bind_failures_.load(std::memory_order_relaxed);
+  s.rebinds = rebinds_.load(std::memory_order_relaxed);
+  s.release_errors = release_errors_.load(std::memory_order_relaxed);
+  s.last_bind_errno = last_bind_errno_.load(std::memory_order_relaxed);
+  return s;
+}
+
+}  // namespace sentinel::place

@@ -1,0 +1,147 @@
+// BudgetPlacer: the first placement policy. Each new object goes to the fast node while the fast
+// budget allows, otherwise to the slow node (docs/placement.md).
+//
+// Accounting is in extent bytes (whole pages, the size-class rounded extent), because that is what
+// can be resident. choose() reserves an object's bytes against the budget with a CAS loop, so
+// concurrent allocations can never overshoot; release() returns them when the object is freed.
+//
+// Invariant: fast_live_bytes <= budget_bytes() at every instant. The budget never decreases:
+//   - bytes budget: fixed at configure();
+//   - percentage budget: p% of max(highest peak given to update_peak, highest total live extent bytes
+//     seen by choose()). Until the first update_peak() the budget is "provisional" (the step's peak is
+//     not known yet) and follows the peak so far, so the fast share is never more than p% of what the
+//     program has had live. Since the peak only grows, a reservation that fit stays within the budget.
+//   - unlimited (no budget configured): everything goes to the fast node.
+// With no slow node (slow_node < 0) the placer is disabled: choose() says fast node, no limit.
+// The physical placement follows the decision only if the extent is bound (bind()) before first touch,
+// and (with BindMode::kPreferred) only while the node has free memory; see docs/placement.md.
+//
+// Thread safety: configure() is not thread-safe (call once, before any other method). All other
+// methods may be called concurrently. choose(), release(), update_peak() and stats() never allocate,
+// never take a lock and make no system call; bind()/rebind() make one or two system calls and hold
+// nothing across them. The object is constant-initialisable (constexpr constructor, no destructor
+// work), so it can live in the runtime's constinit state.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string_view>
+
+#include "core/size_class.h"
+#include "place/extent_binding.h"
+
+namespace sentinel::place {
+
+inline constexpr uint8_t kFastPool = 0;  // the heap pool whose extents live on the fast node
+inline constexpr uint8_t kSlowPool = 1;
+
+enum class BudgetKind : uint8_t { kUnlimited, kBytes, kPercent };
+
+struct BudgetSpec {
+  BudgetKind kind = BudgetKind::kUnlimited;
+  uint64_t bytes = 0;        // kBytes
+  uint32_t percent_ppm = 0;  // kPercent: parts per million of the peak, 1..1'000'000
+};
+
+// Parses a SENTINEL_FAST_BUDGET value: bytes with K/M/G/T suffix ("512M", "0") or a percentage
+// ("20%", "12.5%"; 0 < p <= 100). nullptr or "" -> unlimited. No allocation.
+bool parse_fast_budget(const char* text, BudgetSpec* out, std::string_view* why) noexcept;
+
+// The extent bytes the object heap uses for a request of `size` bytes (its size class), so the
+// runtime can choose the pool before it asks the heap for an extent.
+inline constexpr uint64_t extent_bytes_for(uint64_t size) noexcept {
+  return class_pages(size_class_of_pages(pages_for(size))) * kPageSize;
+}
+
+struct PlacerConfig {
+  int fast_node = 0;
+  int slow_node = -1;  // -1: single-node machine, placer disabled
+  BudgetSpec budget;
+  BindMode mode = BindMode::kPreferred;
+};
+
+struct Decision {
+  uint8_t pool = kFastPool;
+  int node = -1;
+  bool forced_slow = false;  // wanted fast, the budget said no
+};
+
+struct PlacerStats {
+  bool enabled = false;
+  int fast_node = -1, slow_node = -1;
+  BudgetKind budget_kind = BudgetKind::kUnlimited;
+  uint32_t budget_percent_ppm = 0;
+  bool budget_resolved = false;  // bytes budget, or a step peak has been reported
+  uint64_t budget_bytes = 0;     // current budget (UINT64_MAX when unlimited)
+  uint64_t fast_live_bytes = 0, slow_live_bytes = 0;
+  uint64_t peak_fast_bytes = 0, peak_slow_bytes = 0, peak_total_bytes = 0;
+  uint64_t fast_allocations = 0, slow_allocations = 0;
+  uint64_t forced_slow_allocations = 0;
+  uint64_t binds = 0, bind_failures = 0, rebinds = 0;
+  uint64_t release_errors = 0;  // release() of more bytes than the pool held (a caller bug)
+  int last_bind_errno = 0;
+};
+
+class BudgetPlacer {
+ public:
+  constexpr BudgetPlacer() = default;
+  BudgetPlacer(const BudgetPlacer&) = delete;
+  BudgetPlacer& operator=(const BudgetPlacer&) = delete;
+
+  // Sets nodes, budget and bind mode and resets every counter. False with *why for invalid input
+  // (fast node out of range, fast == slow, percentage outside (0, 100]).
+  bool configure(const PlacerConfig& config, std::string_view* why) noexcept;
+
+  bool enabled() const noexcept { return enabled_; }
+  int fast_node() const noexcept { return fast_node_; }
+  int slow_node() const noexcept { return slow_node_; }
+  // Node of a heap pool (kFastPool/kSlowPool), -1 for other pools.
+  int node_of_pool(uint8_t pool) const noexcept;
+
+  // Picks the pool of a new object of `extent_bytes` and reserves the bytes in that pool.
+  Decision choose(uint64_t extent_bytes) noexcept;
+  // Returns the bytes of a freed object (or of a choose() whose allocation then failed).
+  void release(uint8_t pool, uint64_t extent_bytes) noexcept;
+  // A training step's peak of live object bytes is known: resolves (and may raise) a percentage
+  // budget. Values lower than earlier ones change nothing.
+  void update_peak(uint64_t step_peak_bytes) noexcept;
+  uint64_t budget_bytes() const noexcept;
+
+  // Binds a fresh extent to decision.node before its first touch, with the configured mode.
+  bool bind(void* addr, uint64_t extent_bytes, const Decision& d, std::string_view* why) noexcept;
+  // Gives a recycled extent that was bound to another node the decision's node; its old contents
+  // are dropped (the caller must treat it as zeroed afterwards).
+  bool rebind(void* addr, uint64_t extent_bytes, const Decision& d, std::string_view* why) noexcept;
+
+  PlacerStats stats() const noexcept;
+
+ private:
+  uint64_t budget_for_peak(uint64_t peak) const noexcept;
+  static void raise(std::atomic<uint64_t>& peak, uint64_t value) noexcept;
+  void count_bind(bool ok, int err) noexcept;
+
+  bool enabled_ = false;
+  int fast_node_ = 0;
+  int slow_node_ = -1;
+  BudgetSpec budget_;
+  BindMode mode_ = BindMode::kPreferred;
+
+  std::atomic<uint64_t> fast_live_{0};
+  std::atomic<uint64_t> slow_live_{0};
+  std::atomic<uint64_t> total_live_{0};
+  std::atomic<uint64_t> peak_fast_{0};
+  std::atomic<uint64_t> peak_slow_{0};
+  std::atomic<uint64_t> peak_total_{0};   // highest fast+slow live bytes choose() has seen
+  std::atomic<uint64_t> step_peak_{0};    // highest value given to update_peak
+  std::atomic<bool> resolved_{false};
+  std::atomic<uint64_t> fast_allocs_{0};
+  std::atomic<uint64_t> slow_allocs_{0};
+  std::atomic<uint64_t> forced_slow_{0};
+  std::atomic<uint64_t> binds_{0};
+  std::atomic<uint64_t> bind_failures_{0};
+  std::atomic<uint64_t> rebinds_{0};
+  std::atomic<uint64_t> release_errors_{0};
+  std::atomic<int> last_bind_errno_{0};
+};
+
+}  // namespace sentinel::place

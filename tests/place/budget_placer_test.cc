@@ -1,0 +1,220 @@
+// Single-threaded behaviour of BudgetPlacer: budget parsing, the fast-then-slow policy, percentage
+// budgets before and after the step peak is known, release accounting and the disabled mode.
+#include "place/budget_placer.h"
+
+#include <gtest/gtest.h>
+
+#include "core/object_heap.h"
+
+namespace sentinel::place {
+namespace {
+
+constexpr uint64_t K = 1024;
+constexpr uint64_t M = 1024 * K;
+
+BudgetSpec parse_ok(const char* text) {
+  BudgetSpec s;
+  std::string_view why;
+  EXPECT_TRUE(parse_fast_budget(text, &s, &why)) << text << ": " << why;
+  return s;
+}
+
+TEST(ParseFastBudget, BytesPercentAndUnlimited) {
+  BudgetSpec s = parse_ok("512M");
+  EXPECT_EQ(s.kind, BudgetKind::kBytes);
+  EXPECT_EQ(s.bytes, 512 * M);
+  s = parse_ok("4G");
+  EXPECT_EQ(s.bytes, 4096 * M);
+  s = parse_ok("0");
+  EXPECT_EQ(s.kind, BudgetKind::kBytes);
+  EXPECT_EQ(s.bytes, 0u);
+  s = parse_ok("20%");
+  EXPECT_EQ(s.kind, BudgetKind::kPercent);
+  EXPECT_EQ(s.percent_ppm, 200000u);
+  s = parse_ok("12.5%");
+  EXPECT_EQ(s.percent_ppm, 125000u);
+  s = parse_ok("100%");
+  EXPECT_EQ(s.percent_ppm, 1000000u);
+  EXPECT_EQ(parse_ok("").kind, BudgetKind::kUnlimited);
+  EXPECT_EQ(parse_ok(nullptr).kind, BudgetKind::kUnlimited);
+}
+
+TEST(ParseFastBudget, RejectsJunkWithReason) {
+  for (const char* bad : {"abc", "101%", "0%", "-5", "5X", "%", "1.%", "12M%"}) {
+    BudgetSpec s;
+    std::string_view why;
+    EXPECT_FALSE(parse_fast_budget(bad, &s, &why)) << bad;
+    EXPECT_FALSE(why.empty()) << bad;
+  }
+}
+
+// The placer accounts by extent bytes: they must be exactly what the heap hands out.
+TEST(ExtentBytesFor, MatchesTheObjectHeap) {
+  ObjectHeap heap;
+  ASSERT_TRUE(heap.init(1ull << 30, 1024));
+  for (uint64_t size : {64 * K, 64 * K + 1, 100 * K, 1 * M, 2 * M - 1, 2 * M, 3 * M + 17, 37 * M}) {
+    bool zeroed = false;
+    const uint32_t slot = heap.allocate(size, kPageSize, 0, &zeroed);
+    ASSERT_NE(slot, kNoSlot) << size;
+    EXPECT_EQ(heap.record(slot).extent_bytes, extent_bytes_for(size)) << size;
+    heap.release(slot);
+  }
+  heap.destroy();
+}
+
+PlacerConfig two_nodes(BudgetSpec budget) {
+  PlacerConfig c;
+  c.fast_node = 0;
+  c.slow_node = 1;
+  c.budget = budget;
+  return c;
+}
+
+TEST(BudgetPlacer, ConfigureRejectsBadInput) {
+  BudgetPlacer p;
+  std::string_view why;
+  PlacerConfig c = two_nodes({});
+  c.slow_node = 0;
+  EXPECT_FALSE(p.configure(c, &why));
+  EXPECT_FALSE(why.empty());
+  c = two_nodes({BudgetKind::kPercent, 0, 0});
+  EXPECT_FALSE(p.configure(c, &why));
+  c = two_nodes({BudgetKind::kPercent, 0, 1000001});
+  EXPECT_FALSE(p.configure(c, &why));
+  c = two_nodes({});
+  c.fast_node = -1;
+  EXPECT_FALSE(p.configure(c, &why));
+}
+
+TEST(BudgetPlacer, FastWhileTheBudgetAllowsThenSlow) {
+  BudgetPlacer p;
+  std::string_view why;
+  ASSERT_TRUE(p.configure(two_nodes({BudgetKind::kBytes, 1 * M, 0}), &why)) << why;
+  EXPECT_TRUE(p.enabled());
+  EXPECT_EQ(p.budget_bytes(), 1 * M);
+  for (int i = 0; i < 4; ++i) {
+    const Decision d = p.choose(256 * K);
+    EXPECT_EQ(d.pool, kFastPool);
+    EXPECT_EQ(d.node, 0);
+    EXPECT_FALSE(d.forced_slow);
+  }
+  Decision d = p.choose(4 * K);  // exactly full: even one page does not fit
+  EXPECT_EQ(d.pool, kSlowPool);
+  EXPECT_EQ(d.node, 1);
+  EXPECT_TRUE(d.forced_slow);
+  p.release(kFastPool, 256 * K);
+  d = p.choose(512 * K);  // 768K + 512K > 1M
+  EXPECT_EQ(d.pool, kSlowPool);
+  d = p.choose(256 * K);  // exact fit is allowed
+  EXPECT_EQ(d.pool, kFastPool);
+
+  const PlacerStats s = p.stats();
+  EXPECT_EQ(s.fast_live_bytes, 1 * M);
+  EXPECT_EQ(s.slow_live_bytes, 512 * K + 4 * K);
+  EXPECT_EQ(s.peak_fast_bytes, 1 * M);
+  EXPECT_EQ(s.peak_slow_bytes, 516 * K);
+  EXPECT_EQ(s.fast_allocations, 5u);
+  EXPECT_EQ(s.slow_allocations, 2u);
+  EXPECT_EQ(s.forced_slow_allocations, 2u);
+  EXPECT_TRUE(s.budget_resolved);
+  EXPECT_EQ(s.budget_bytes, 1 * M);
+  EXPECT_EQ(s.release_errors, 0u);
+}
+
+TEST(BudgetPlacer, ZeroBudgetSendsEverythingSlow) {
+  BudgetPlacer p;
+  ASSERT_TRUE(p.configure(two_nodes({BudgetKind::kBytes, 0, 0}), nullptr));
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(p.choose(64 * K).pool, kSlowPool);
+  EXPECT_EQ(p.stats().peak_fast_bytes, 0u);
+  EXPECT_EQ(p.stats().forced_slow_allocations, 10u);
+}
+
+TEST(BudgetPlacer, UnlimitedBudgetKeepsEverythingFast) {
+  BudgetPlacer p;
+  ASSERT_TRUE(p.configure(two_nodes({}), nullptr));
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(p.choose(64 * M).pool, kFastPool);
+  EXPECT_EQ(p.stats().forced_slow_allocations, 0u);
+  EXPECT_EQ(p.stats().peak_fast_bytes, 640 * M);
+}
+
+TEST(BudgetPlacer, DisabledWithoutSlowNode) {
+  BudgetPlacer p;
+  PlacerConfig c = two_nodes({BudgetKind::kBytes, 0, 0});
+  c.slow_node = -1;
+  ASSERT_TRUE(p.configure(c, nullptr));
+  EXPECT_FALSE(p.enabled());
+  const Decision d = p.choose(1 * M);
+  EXPECT_EQ(d.pool, kFastPool);
+  EXPECT_EQ(d.node, 0);
+  EXPECT_EQ(p.node_of_pool(kSlowPool), -1);
+  p.release(kFastPool, 1 * M);
+  p.release(kSlowPool, 1 * M);  // there is no slow pool
+  EXPECT_EQ(p.stats().release_errors, 1u);
+  EXPECT_EQ(p.stats().fast_live_bytes, 0u);
+}
+
+// Before the step peak is known, a percentage budget is p% of the live peak seen so far.
+TEST(BudgetPlacer, PercentageFollowsThePeakUntilAStepIsKnown) {
+  BudgetPlacer p;
+  ASSERT_TRUE(p.configure(two_nodes({BudgetKind::kPercent, 0, 500000}), nullptr));  // 50%
+  EXPECT_FALSE(p.stats().budget_resolved);
+  EXPECT_EQ(p.budget_bytes(), 0u);
+  EXPECT_EQ(p.choose(100 * K).pool, kSlowPool);  // peak 100K, budget 50K
+  EXPECT_EQ(p.choose(100 * K).pool, kFastPool);  // peak 200K, budget 100K
+  EXPECT_EQ(p.choose(100 * K).pool, kSlowPool);  // peak 300K, budget 150K, fast would be 200K
+  EXPECT_EQ(p.budget_bytes(), 150 * K);
+  // Frees lower the live bytes, not the peak: the budget does not shrink.
+  p.release(kSlowPool, 100 * K);
+  p.release(kSlowPool, 100 * K);
+  EXPECT_EQ(p.budget_bytes(), 150 * K);
+  EXPECT_EQ(p.choose(40 * K).pool, kFastPool);  // 140K <= 150K
+
+  p.update_peak(1 * M);
+  PlacerStats s = p.stats();
+  EXPECT_TRUE(s.budget_resolved);
+  EXPECT_EQ(s.budget_bytes, 512 * K);
+  EXPECT_EQ(s.budget_percent_ppm, 500000u);
+  p.update_peak(10 * K);  // lower peaks change nothing
+  EXPECT_EQ(p.budget_bytes(), 512 * K);
+  EXPECT_EQ(p.choose(300 * K).pool, kFastPool);  // 440K <= 512K
+  EXPECT_EQ(p.choose(100 * K).pool, kSlowPool);  // 540K > 512K
+  s = p.stats();
+  EXPECT_LE(s.peak_fast_bytes, s.budget_bytes);
+}
+
+TEST(BudgetPlacer, ReleaseNeverWrapsAround) {
+  BudgetPlacer p;
+  ASSERT_TRUE(p.configure(two_nodes({BudgetKind::kBytes, 1 * M, 0}), nullptr));
+  EXPECT_EQ(p.choose(64 * K).pool, kFastPool);
+  p.release(kFastPool, 128 * K);
+  p.release(7, 64 * K);
+  const PlacerStats s = p.stats();
+  EXPECT_EQ(s.fast_live_bytes, 0u);
+  EXPECT_EQ(s.release_errors, 2u);
+  // A wrapped counter would refuse everything; a clamped one still admits up to the budget.
+  EXPECT_EQ(p.choose(1 * M).pool, kFastPool);
+}
+
+TEST(BudgetPlacer, ConfigureResetsCounters) {
+  BudgetPlacer p;
+  ASSERT_TRUE(p.configure(two_nodes({BudgetKind::kBytes, 0, 0}), nullptr));
+  p.choose(64 * K);
+  ASSERT_TRUE(p.configure(two_nodes({BudgetKind::kBytes, 1 * M, 0}), nullptr));
+  const PlacerStats s = p.stats();
+  EXPECT_EQ(s.slow_live_bytes, 0u);
+  EXPECT_EQ(s.forced_slow_allocations, 0u);
+  EXPECT_EQ(s.peak_slow_bytes, 0u);
+}
+
+// The runtime keeps its placer in constant-initialised global state.
+constinit BudgetPlacer g_placer;
+
+TEST(BudgetPlacer, ConstantInitialisable) {
+  EXPECT_FALSE(g_placer.enabled());
+  ASSERT_TRUE(g_placer.configure(two_nodes({BudgetKind::kBytes, 64 * K, 0}), nullptr));
+  EXPECT_EQ(g_placer.choose(64 * K).pool, kFastPool);
+  EXPECT_EQ(g_placer.choose(64 * K).pool, kSlowPool);
+}
+
+}  // namespace
+}  // namespace sentinel::place

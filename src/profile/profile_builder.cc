@@ -118,7 +118,14 @@ StepProfile ProfileBuilder::build(const std::string& sampler, uint64_t sample_pe
     p.step_time_ns = (end_ns_ - step_start_ns_.front()) / steps_seen;
   }
   p.phases.resize(period_);
-  for (uint32_t i = 0; i < period_; ++i) p.phases[i].duration_ns = phase_ns_[i] / steps_seen;
+  const bool unsampled = unsampled_phase_ns_.size() == period_ &&
+                         std::all_of(unsampled_phase_ns_.begin(), unsampled_phase_ns_.end(), [](uint64_t v) { return v > 0; });
+  uint64_t total = 0;
+  for (uint32_t i = 0; i < period_; ++i) {
+    p.phases[i].duration_ns = unsampled ? unsampled_phase_ns_[i] : phase_ns_[i] / steps_seen;
+    total += p.phases[i].duration_ns;
+  }
+  if (unsampled) p.step_time_ns = total;
 
   for (uint64_t tag : tag_order_) {
     const Accum& a = by_tag_.at(tag);

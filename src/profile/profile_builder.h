@@ -36,6 +36,11 @@ class ProfileBuilder {
   // The first event of step `profiled_steps` (or the end of the run): closes the last phase.
   void on_profile_end(uint64_t time_ns);
 
+  // Phase durations measured in a step without sampling (the one before profiling). The sampler slows
+  // the profiled steps down; the planner needs the program's own timing, so build() reports these
+  // when they are given (one per phase), and the profiled steps' timing otherwise.
+  void set_unsampled_phase_ns(std::vector<uint64_t> phase_ns) { unsampled_phase_ns_ = std::move(phase_ns); }
+
   bool has_complete_step() const { return end_ns_ != 0 && !step_start_ns_.empty(); }
   StepProfile build(const std::string& sampler, uint64_t sample_period, const std::string& program) const;
 
@@ -62,6 +67,7 @@ class ProfileBuilder {
   std::unordered_map<uint64_t, Accum> by_tag_;
   std::vector<uint64_t> tag_order_;  // first-seen order, so output is deterministic
   std::vector<uint64_t> phase_ns_;   // summed over steps
+  std::vector<uint64_t> unsampled_phase_ns_;
   std::vector<uint64_t> step_start_ns_;
   uint64_t last_event_ns_ = 0;
   uint32_t last_step_ = 0;

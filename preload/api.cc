@@ -1,6 +1,7 @@
 // The public C interface of include/sentinel/sentinel.h.
 #include "sentinel/sentinel.h"
 
+#include "migration.h"
 #include "runtime_state.h"
 
 using sentinel::SpinGuard;
@@ -22,6 +23,22 @@ __attribute__((visibility("default"))) int sentinel_object_node(const void* p) {
   const auto& r = g_state.heap.record(slot);
   if (r.state.load(std::memory_order_acquire) != sentinel::ExtentState::kLive) return -1;
   return g_state.placer.node_of_pool(r.pool);
+}
+
+__attribute__((visibility("default"))) uint64_t sentinel_move_object(const void* p, int node) {
+  return sentinel::rt::migration_move(p, node, sentinel::migrate::Priority::kPrefetch).value;
+}
+
+__attribute__((visibility("default"))) int sentinel_wait_move(uint64_t ticket, int timeout_ms) {
+  using sentinel::migrate::State;
+  const auto timeout = timeout_ms < 0 ? std::chrono::nanoseconds::max() : std::chrono::nanoseconds(
+                                                                             std::chrono::milliseconds(timeout_ms));
+  switch (sentinel::rt::migration_wait(sentinel::migrate::Ticket{ticket}, timeout)) {
+    case State::kDone: return 1;
+    case State::kQueued:
+    case State::kRunning: return 0;
+    default: return -1;
+  }
 }
 
 __attribute__((visibility("default"))) int sentinel_active(void) {

@@ -10,6 +10,7 @@
 
 #include "core/text_buf.h"
 #include "logging.h"
+#include "migration.h"
 #include "migrate/futex.h"
 #include "profiler.h"
 #include "real_malloc.h"
@@ -85,6 +86,7 @@ void fork_child() {
   // Nobody consumes object events in the child: stop producing them.
   g_state.events_enabled.store(false, std::memory_order_relaxed);
   profiler_fork_child();
+  migration_fork_child();
 }
 
 void exit_handler() { at_exit(); }
@@ -121,6 +123,7 @@ bool configure_placement() {
     return false;
   }
   log_write(LogLevel::kInfo, ("topology: " + topology.reason).c_str());
+  migration_init(topology.fast_node, pc.slow_node);
   if (!topology.tiered() && budget != nullptr) {
     log_write(LogLevel::kWarn, "SENTINEL_FAST_BUDGET is set but there is a single memory node: no placement");
   }

@@ -6,6 +6,7 @@
 #include "core/hash.h"
 #include "core/text_buf.h"
 #include "migrate/futex.h"
+#include "migration.h"
 #include "profiler.h"
 #include "real_malloc.h"
 #include "runtime_state.h"
@@ -167,6 +168,7 @@ void free_object(void* p) noexcept {
   }
   // No sampled window may stay protected once the extent can be handed to another object.
   profiler_on_free(slot);
+  if (migration_on_free(slot)) return;  // a running move hands the extent back when it ends
   s.placer.release(r.pool, r.extent_bytes);
   s.heap.release(slot);
 }

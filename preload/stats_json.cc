@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/text_buf.h"
+#include "migration.h"
 #include "profiler.h"
 #include "runtime_state.h"
 
@@ -35,7 +36,24 @@ bool write_stats_json(const char* path) noexcept {
                     ",\n  \"object_events_dropped\": " + std::to_string(prof.events_dropped) + ",\n";
   }
 
-  char buf[4096];
+  const MigrationReport mig = migration_report();
+  const std::string migration_json =
+      ",\n  \"migration_enabled\": " + std::string(mig.enabled ? "true" : "false") +
+      ",\n  \"migrations_done\": " + std::to_string(mig.engine.moves_done) +
+      ",\n  \"migrations_failed\": " + std::to_string(mig.engine.moves_failed) +
+      ",\n  \"migrations_refused_budget\": " + std::to_string(mig.refused_budget) +
+      ",\n  \"migration_queue_full\": " + std::to_string(mig.engine.queue_full) +
+      ",\n  \"objects_to_slow\": " + std::to_string(mig.engine.objects_to_slow) +
+      ",\n  \"bytes_to_slow\": " + std::to_string(mig.engine.bytes_to_slow) +
+      ",\n  \"objects_to_fast\": " + std::to_string(mig.engine.objects_to_fast) +
+      ",\n  \"bytes_to_fast\": " + std::to_string(mig.engine.bytes_to_fast) +
+      ",\n  \"migration_pages_busy\": " + std::to_string(mig.engine.pages_busy) +
+      ",\n  \"migration_pages_nomem\": " + std::to_string(mig.engine.pages_nomem) +
+      ",\n  \"migration_rollbacks\": " + std::to_string(mig.engine.rollbacks) +
+      ",\n  \"migration_seconds\": " + std::to_string(static_cast<double>(mig.engine.move_ns) / 1e9) +
+      ",\n  \"frees_during_migration\": " + std::to_string(mig.deferred_frees) + "\n";
+
+  char buf[8192];
   const int n = std::snprintf(
       buf, sizeof buf,
       "{\n"
@@ -72,7 +90,8 @@ bool write_stats_json(const char* path) noexcept {
       "  \"peak_fast_bytes\": %llu,\n"
       "  \"peak_slow_bytes\": %llu,\n"
       "  \"forced_slow_allocations\": %llu,\n"
-      "  \"bind_failures\": %llu\n"
+      "  \"bind_failures\": %llu"
+      "%s"
       "}\n",
       mode_name(s.config.mode), sampler_json.c_str(), static_cast<int>(s.init_pid), seconds,
       static_cast<unsigned long long>(s.config.min_object),
@@ -101,7 +120,7 @@ bool write_stats_json(const char* path) noexcept {
       static_cast<unsigned long long>(s.placer.stats().peak_fast_bytes),
       static_cast<unsigned long long>(s.placer.stats().peak_slow_bytes),
       static_cast<unsigned long long>(s.placer.stats().forced_slow_allocations),
-      static_cast<unsigned long long>(s.placer.stats().bind_failures));
+      static_cast<unsigned long long>(s.placer.stats().bind_failures), migration_json.c_str());
   if (n <= 0 || static_cast<size_t>(n) >= sizeof buf) return false;
   const int fd = ::open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return false;

@@ -37,6 +37,19 @@ struct sentinel_counters {
 /* Fills *out; returns 0, or -1 when out is NULL. */
 int sentinel_get_counters(struct sentinel_counters* out);
 
+/* The NUMA node Sentinel placed the object that starts at p on, or -1 (not an object start). */
+int sentinel_object_node(const void* p);
+
+/* Moves the object that starts at p to NUMA node `node` on Sentinel's background thread. Returns a
+ * ticket (> 0), or 0 when refused: p is not a live object, there is a single memory node, the move
+ * would exceed the fast-memory budget, the object is already there or already moving, or the queue
+ * is full. A failed move leaves the data where it was, intact. */
+uint64_t sentinel_move_object(const void* p, int node);
+
+/* Waits up to timeout_ms (-1: forever) for a move. Returns 1 when it is done, 0 when it is still
+ * queued or running, -1 when it failed, was cancelled or the ticket is unknown. */
+int sentinel_wait_move(uint64_t ticket, int timeout_ms);
+
 #ifdef __cplusplus
 }
 #endif

@@ -138,6 +138,7 @@ uint32_t ObjectHeap::allocate(uint64_t size, uint64_t align, uint8_t pool, bool*
   r.occurrence = 0;
   r.birth_event = 0;
   r.next_cached = kNoSlot;
+  r.move_flags.store(0, std::memory_order_relaxed);
   ++r.generation;
   r.state.store(ExtentState::kLive, std::memory_order_release);
   return slot;

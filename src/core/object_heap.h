@@ -46,6 +46,10 @@ struct ObjectRecord {
   std::atomic<ExtentState> state{ExtentState::kUnused};
   bool resident = false;          // pages may be backed (false after MADV_DONTNEED)
   uint16_t bound_node_plus1 = 0;  // node the extent is mbind-ed to, plus one; 0 = never bound
+  // Migration hand-off between free() and the migration engine (bits kMoving, kFreed; see
+  // preload/migration.cc), and the pool the queued or running move goes to.
+  std::atomic<uint8_t> move_flags{0};
+  uint8_t move_to_pool = 0;
 };
 
 struct HeapStats {

@@ -152,6 +152,39 @@ void BudgetPlacer::release(uint8_t pool, uint64_t extent_bytes) noexcept {
   }
 }
 
+void BudgetPlacer::subtract_clamped(std::atomic<uint64_t>& live, uint64_t bytes,
+                                    std::atomic<uint64_t>& errors) noexcept {
+  uint64_t cur = live.load(std::memory_order_relaxed);
+  uint64_t next;
+  do {
+    next = cur >= bytes ? cur - bytes : 0;
+  } while (!live.compare_exchange_weak(cur, next, std::memory_order_acq_rel, std::memory_order_relaxed));
+  if (cur < bytes) errors.fetch_add(1, std::memory_order_relaxed);
+}
+
+bool BudgetPlacer::begin_move(uint8_t to, uint64_t extent_bytes) noexcept {
+  if (!enabled_ || (to != kFastPool && to != kSlowPool)) return false;
+  if (to == kSlowPool) {
+    raise(peak_slow_, slow_live_.fetch_add(extent_bytes, std::memory_order_relaxed) + extent_bytes);
+    return true;
+  }
+  const uint64_t budget = budget_bytes();
+  uint64_t fast = fast_live_.load(std::memory_order_relaxed);
+  while (fast <= budget && extent_bytes <= budget - fast) {
+    if (fast_live_.compare_exchange_weak(fast, fast + extent_bytes, std::memory_order_acq_rel,
+                                         std::memory_order_relaxed)) {
+      raise(peak_fast_, fast + extent_bytes);
+      return true;
+    }
+  }
+  return false;
+}
+
+void BudgetPlacer::end_move(uint8_t from, uint8_t to, uint64_t extent_bytes, bool moved) noexcept {
+  const uint8_t leave = moved ? from : to;
+  subtract_clamped(leave == kFastPool ? fast_live_ : slow_live_, extent_bytes, release_errors_);
+}
+
 void BudgetPlacer::update_peak(uint64_t step_peak_bytes) noexcept {
   raise(step_peak_, step_peak_bytes);
   resolved_.store(true, std::memory_order_release);

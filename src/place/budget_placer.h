@@ -102,6 +102,15 @@ class BudgetPlacer {
   Decision choose(uint64_t extent_bytes) noexcept;
   // Returns the bytes of a freed object (or of a choose() whose allocation then failed).
   void release(uint8_t pool, uint64_t extent_bytes) noexcept;
+  // Migration accounting. A live object's bytes are counted in the pool it moves to from the moment its
+  // move is queued until the move ends, and in the pool it leaves until then too: an object in flight
+  // occupies both tiers, so the budget holds while pages are being copied.
+  //   begin_move(to)  - counts the bytes in `to`; to the fast pool only if they fit the budget (false:
+  //                     the move must not be queued);
+  //   end_move(from, to, moved) - a moved object leaves `from`; one that did not move leaves `to`.
+  bool begin_move(uint8_t to, uint64_t extent_bytes) noexcept;
+  void end_move(uint8_t from, uint8_t to, uint64_t extent_bytes, bool moved) noexcept;
+
   // A training step's peak of live object bytes is known: resolves (and may raise) a percentage
   // budget. Values lower than earlier ones change nothing.
   void update_peak(uint64_t step_peak_bytes) noexcept;
@@ -117,6 +126,7 @@ class BudgetPlacer {
 
  private:
   uint64_t budget_for_peak(uint64_t peak) const noexcept;
+  static void subtract_clamped(std::atomic<uint64_t>& live, uint64_t bytes, std::atomic<uint64_t>& errors) noexcept;
   static void raise(std::atomic<uint64_t>& peak, uint64_t value) noexcept;
   void count_bind(bool ok, int err) noexcept;
 

@@ -1,0 +1,44 @@
+// The migration engine inside the program: moves whole objects between the fast and the slow node on
+// a background thread, for the planner and for programs (sentinel_move_object).
+//
+// Accounting: a queued or running move counts the object's bytes in both pools (BudgetPlacer's
+// begin_move/end_move), so the fast budget holds while pages are in flight; a move to the fast node
+// is refused when the budget has no room for it.
+//
+// An object freed while its move is queued: the move is cancelled and the extent recycled at once. An
+// object freed while its move is running: the extent is handed back to the heap by the engine thread
+// when the move ends, so it is never reused while pages are being moved (no wrong accounting).
+//
+// Thread safety: every function may be called from any thread; migration_on_free() never blocks.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+#include "migrate/engine.h"
+
+namespace sentinel::rt {
+
+// Starts the engine when there are two tiers (initialisation only).
+void migration_init(int fast_node, int slow_node) noexcept;
+bool migration_enabled() noexcept;
+
+// Queues a move of the live object that starts at p. Returns an invalid ticket when refused: not an
+// object, a single memory node, no room in the fast budget, or a full queue.
+migrate::Ticket migration_move(const void* p, int node, migrate::Priority priority) noexcept;
+migrate::State migration_wait(migrate::Ticket t, std::chrono::nanoseconds timeout) noexcept;
+
+// From free(), after the object is marked freed: true when the engine will recycle the extent.
+bool migration_on_free(uint32_t slot) noexcept;
+// In a forked child: the engine thread is gone; moves are neither waited for nor queued.
+void migration_fork_child() noexcept;
+
+struct MigrationReport {
+  bool enabled = false;
+  migrate::StatsSnapshot engine;
+  uint64_t refused_budget = 0;
+  uint64_t deferred_frees = 0;
+};
+MigrationReport migration_report() noexcept;
+
+}  // namespace sentinel::rt

@@ -146,6 +146,7 @@ void initialise() noexcept {
   }
   if (find_unknown_variable(message, sizeof message)) report_config_error(message);
   g_state.config = config;
+  g_state.sites.skip_module_of(reinterpret_cast<const void*>(&initialise));
   g_state.init_pid = getpid();
   g_state.start_ns = now_ns();
   log_init(config);

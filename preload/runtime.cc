@@ -14,10 +14,10 @@
 namespace sentinel::rt {
 namespace {
 
-// Frames of Sentinel's own on every object allocation: CallSiteHasher::capture, alloc_object, the
-// rt:: entry point and the exported symbol in override.cc. They are skipped so the hash covers the
-// program's frames only.
-constexpr uint32_t kOwnFrames = 4;
+// Sentinel's own frames on an object allocation (capture, alloc_object, the rt:: entry point and, unless
+// the compiler turned it into a jump, the exported symbol) are skipped by address: the call-site hasher
+// skips every innermost frame inside libsentinel.so (set up in initialise()).
+constexpr uint32_t kOwnFrames = 0;
 constexpr uint64_t kMinCacheBytes = 64ull << 20;
 
 thread_local int t_inside __attribute__((tls_model("initial-exec"))) = 0;

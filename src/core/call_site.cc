@@ -1,6 +1,7 @@
 #include "core/call_site.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
@@ -44,13 +45,46 @@ uint64_t CallSiteHasher::hash_frames(void* const* frames, int count) noexcept {
   return h;
 }
 
+void CallSiteHasher::skip_module_of(const void* address_in_module) noexcept {
+  struct Search {
+    uintptr_t address;
+    uintptr_t lo = 0, hi = 0;
+  } search{reinterpret_cast<uintptr_t>(address_in_module)};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) -> int {
+        auto* s = static_cast<Search*>(data);
+        uintptr_t lo = UINTPTR_MAX, hi = 0;
+        for (int i = 0; i < info->dlpi_phnum; ++i) {
+          const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+          if (ph.p_type != PT_LOAD) continue;
+          const uintptr_t start = info->dlpi_addr + ph.p_vaddr;
+          if (start < lo) lo = start;
+          if (start + ph.p_memsz > hi) hi = start + ph.p_memsz;
+        }
+        if (s->address < lo || s->address >= hi) return 0;
+        s->lo = lo;
+        s->hi = hi;
+        return 1;
+      },
+      &search);
+  own_lo_ = search.lo;
+  own_hi_ = search.hi;
+}
+
 uint64_t CallSiteHasher::capture(uint32_t depth, uint32_t skip) noexcept {
-  void* frames[kMaxDepth + 8];
+  constexpr uint32_t kMaxOwn = 8;
+  void* frames[kMaxDepth + kMaxOwn];
   if (depth > kMaxDepth) depth = kMaxDepth;
-  if (skip > 8) skip = 8;
-  const int n = unw_backtrace(frames, static_cast<int>(depth + skip));
-  if (n <= static_cast<int>(skip)) return 0;
-  return hash_frames(frames + skip, n - static_cast<int>(skip));
+  if (skip > kMaxOwn) skip = kMaxOwn;
+  const int n = unw_backtrace(frames, static_cast<int>(depth + kMaxOwn));
+  int first = static_cast<int>(skip);
+  while (first < n && first < static_cast<int>(kMaxOwn) &&
+         reinterpret_cast<uintptr_t>(frames[first]) - own_lo_ < own_hi_ - own_lo_) {
+    ++first;
+  }
+  if (n <= first) return 0;
+  const int count = n - first < static_cast<int>(depth) ? n - first : static_cast<int>(depth);
+  return hash_frames(frames + first, count);
 }
 
 }  // namespace sentinel

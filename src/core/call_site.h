@@ -19,9 +19,15 @@ class CallSiteHasher {
  public:
   static constexpr uint32_t kMaxDepth = 32;
 
-  // Hash of up to `depth` frames of the caller's stack after skipping the `skip` innermost frames
-  // (Sentinel's own). Returns 0 only when no frame could be read.
+  // Hash of up to `depth` frames of the caller's stack after skipping the `skip` innermost frames and
+  // then every further innermost frame inside the module set by skip_module_of() (Sentinel's own
+  // frames: how many there are depends on inlining and tail calls, so they are found by address).
+  // Returns 0 only when no frame could be read.
   uint64_t capture(uint32_t depth, uint32_t skip) noexcept;
+
+  // Frames whose address lies in the loaded module that contains `address_in_module` are skipped at
+  // the inner end of every captured stack. Call once, before capture() is used concurrently.
+  void skip_module_of(const void* address_in_module) noexcept;
 
   // Hash of an explicit list of return addresses (for tests and for capture()).
   uint64_t hash_frames(void* const* frames, int count) noexcept;
@@ -43,6 +49,8 @@ class CallSiteHasher {
     uint64_t normalized;
   };
   SpinLock lock_;
+  uintptr_t own_lo_ = 0;  // [own_lo_, own_hi_): the skipped module's mapped segments
+  uintptr_t own_hi_ = 0;
   Entry cache_[kCacheSize] = {};
   uint64_t misses_ = 0;
 };

@@ -19,11 +19,16 @@ void StepDetector::remember_site(uint64_t site, uint64_t pos, uint64_t* previous
   for (uint32_t k = 0; k < kPositionsPerSite; ++k) previous[k] = 0;
 }
 
+// A new period must repeat exactly (position by position, at most 10% mismatches): allowing shifted
+// partners here would also accept p-1 and p-2 whenever p repeats.
 bool StepDetector::verify(uint64_t t, uint32_t p) const noexcept {
-  return verify_over(t, p, p > kMinWindow ? p : kMinWindow);
+  return verify_over(t, p, p > kMinWindow ? p : kMinWindow, false);
 }
 
-bool StepDetector::verify_over(uint64_t t, uint32_t p, uint64_t window) const noexcept {
+// With allow_shift, a partner one or two events off also counts, so a stray allocation (which shifts
+// everything after it by one event) costs one mismatch instead of a whole period of them. Used only to
+// ask whether the period already locked still holds.
+bool StepDetector::verify_over(uint64_t t, uint32_t p, uint64_t window, bool allow_shift) const noexcept {
   if (t + 1 < window + p + 2 || window + p + 2 > kHistory) return false;
   const uint64_t allowed = window / 10;
   uint64_t mismatches = 0;
@@ -32,12 +37,10 @@ bool StepDetector::verify_over(uint64_t t, uint32_t p, uint64_t window) const no
   };
   for (uint64_t i = 0; i < window; ++i) {
     const Event& a = at(t - i);
-    // A stray allocation shifts everything after it by one event; accept a partner one or two events
-    // off, so a single stray costs one mismatch instead of a whole period of them.
-    // Only for periods long enough that a shifted partner is still about one period back.
+    // Shifted partners only for periods long enough that they are still about one period back.
     const uint64_t q = t - i - p;
     bool matched = same(a, at(q));
-    for (uint64_t shift = 1; !matched && shift <= 2 && p >= 4 * shift; ++shift) {
+    for (uint64_t shift = 1; allow_shift && !matched && shift <= 2 && p >= 4 * shift; ++shift) {
       matched = same(a, at(q - shift)) || same(a, at(q + shift));
     }
     if (!matched && ++mismatches > allowed) return false;
@@ -64,7 +67,7 @@ bool StepDetector::try_switch(uint64_t t, const uint64_t* previous) noexcept {
     const uint64_t p = t - (previous[k] - 1);
     // Multiples of the current period verify whenever it does: they are not a larger structure.
     if (p <= period_ || p > kMaxPeriod || p % period_ == 0 || (best != 0 && p >= best)) continue;
-    if (verify(t, static_cast<uint32_t>(p)) && !verify_over(t, period_, p)) best = static_cast<uint32_t>(p);
+    if (verify(t, static_cast<uint32_t>(p)) && !verify_over(t, period_, p, true)) best = static_cast<uint32_t>(p);
   }
   if (best == 0) return false;
   // Steps counted under the smaller period were iterations of an inner loop: count again.

@@ -78,7 +78,7 @@ class StepDetector {
   };
   const Event& at(uint64_t pos) const noexcept { return history_[pos & (kHistory - 1)]; }
   bool verify(uint64_t t, uint32_t p) const noexcept;
-  bool verify_over(uint64_t t, uint32_t p, uint64_t window) const noexcept;
+  bool verify_over(uint64_t t, uint32_t p, uint64_t window, bool allow_shift) const noexcept;
   bool try_switch(uint64_t t, const uint64_t* previous) noexcept;
   void try_lock(uint64_t t, const uint64_t* previous) noexcept;
   void lock_on(uint64_t t, uint32_t p) noexcept;

@@ -2,6 +2,7 @@
 // is in engine_move.cc.
 #include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <mutex>
@@ -58,6 +59,11 @@ Engine::Engine(const EngineConfig& config) : config_(config), lock_(new SpinLock
   status_.reset(new int[config_.chunk_pages]);
   origin_.reset(new int[config_.chunk_pages]);
   incore_.reset(new unsigned char[config_.chunk_pages]);
+  huge_ = pmd_huge_size();
+  const size_t fringe_max = 2 * (huge_ / static_cast<size_t>(sysconf(_SC_PAGESIZE)));
+  fringe_pages_.reset(new void*[fringe_max]);
+  fringe_before_.reset(new int[fringe_max]);
+  fringe_after_.reset(new int[fringe_max]);
 }
 
 Engine::~Engine() { stop(); }
@@ -340,6 +346,7 @@ StatsSnapshot Engine::snapshot() const {
   s.pages_other_error = l(stats_.pages_other_error);
   s.pages_absent = l(stats_.pages_absent);
   s.rollbacks = l(stats_.rollbacks);
+  s.pages_restored = l(stats_.pages_restored);
   s.move_ns = l(stats_.move_ns);
   s.late = l(stats_.late);
   return s;

@@ -14,6 +14,13 @@
 //                                  to their original node, so the object stays where it was; the
 //                                  pages are counted as ENOMEM failures
 //   - anything else (EFAULT, ...)  counted as other failures; the move continues with the next pages
+// Large folios (THP, mTHP) migrate whole: move_pages on one page of a huge page moves all of it. A
+// huge page that straddles the extent's boundary (allocators pack objects; khugepaged collapses
+// across neighbouring objects of one VMA) would drag the neighbour's pages along, so before moving,
+// the engine splits such folios (madvise(MADV_COLD) on the boundary page: the kernel splits a large
+// folio the range covers only partly), and afterwards checks the pages outside the extent that share
+// its huge-page-aligned regions: any that moved with it are sent back (counted in pages_restored);
+// if that fails too, the move fails with kBusy rather than report a placement that is not true.
 // After a complete move, mbind(policy) sets the range's policy to the target node (MPOL_PREFERRED by
 // default, MPOL_BIND if configured) so pages not yet touched also fault in on the target node.
 //
@@ -102,6 +109,7 @@ struct StatsSnapshot {
   uint64_t objects_other = 0, bytes_other = 0;  // other targets, or no slow node configured
   uint64_t pages_busy = 0, pages_nomem = 0, pages_other_error = 0, pages_absent = 0;
   uint64_t rollbacks = 0;
+  uint64_t pages_restored = 0;  // neighbours' pages a straddling huge page dragged along, sent back
   uint64_t move_ns = 0;  // time spent in move work
   uint64_t late = 0;     // reported by the owner through note_late()
 };
@@ -142,7 +150,7 @@ class Engine {
     std::atomic<uint64_t> objects_to_slow{0}, bytes_to_slow{0}, objects_to_fast{0}, bytes_to_fast{0};
     std::atomic<uint64_t> objects_other{0}, bytes_other{0};
     std::atomic<uint64_t> pages_busy{0}, pages_nomem{0}, pages_other_error{0}, pages_absent{0};
-    std::atomic<uint64_t> rollbacks{0}, move_ns{0}, late{0};
+    std::atomic<uint64_t> rollbacks{0}, pages_restored{0}, move_ns{0}, late{0};
   };
   class SpinLock;
 
@@ -151,6 +159,9 @@ class Engine {
   void execute(uint32_t slot_index);
   void finish(uint32_t slot_index, const MoveResult& r);
   void account(const MoveResult& r, uint64_t elapsed_ns);
+  // engine_fringe.cc: keeping a move inside its extent when huge pages straddle its boundaries.
+  size_t fringe_snapshot(uintptr_t start, uintptr_t end);
+  void fringe_restore(size_t nfringe, uintptr_t start, uintptr_t end, int node, int origin, MoveResult* r);
   void wake_waiters();
   Slot* slot_for(Ticket t) const;
   void push_queue(uint32_t i);
@@ -183,6 +194,11 @@ class Engine {
   std::unique_ptr<void*[]> pages_;
   std::unique_ptr<int[]> nodes_, status_, origin_;
   std::unique_ptr<unsigned char[]> incore_;  // mincore vector
+  // The fringe: pages outside the running extent within its huge-page-aligned boundary regions
+  // (at most 2 * (huge_ / page - 1)), with their node before and after the move.
+  size_t huge_ = 0;  // PMD huge page size (bytes)
+  std::unique_ptr<void*[]> fringe_pages_;
+  std::unique_ptr<int[]> fringe_before_, fringe_after_;
   Stats stats_;
 };
 

@@ -23,16 +23,25 @@ uint64_t now_ns() {
 
 bool is_node_error(int err) { return err == ENODEV || err == EINVAL || err == EACCES; }
 
-struct ChunkOutcome {
-  uint64_t moved = 0, absent = 0, busy = 0, nomem = 0, other = 0;
-  int syscall_errno = 0;  // move_pages itself failed
-};
-
 // Whether [addr, addr + len) is entirely mapped: mincore fails with ENOMEM on unmapped holes.
 bool mapped(void* addr, size_t len, unsigned char* scratch) { return mincore(addr, len, scratch) == 0; }
 
-// Moves pages[0..n) (contiguous on entry) to node, retrying busy pages. `pages` is compacted in
-// place during retries. `scratch` holds at least n bytes.
+// The node most pages of the chunk are on now (-1 if none is present).
+int majority_node(void** pages, int* status, size_t n) {
+  if (move_pages(0, n, pages, nullptr, status, 0) < 0) return -1;
+  int best = -1, best_count = 0;
+  for (size_t k = 0; k < n; ++k) {
+    if (status[k] < 0) continue;
+    int c = 0;
+    for (size_t j = k; j < n && c <= static_cast<int>(n / 2); ++j) c += status[j] == status[k];
+    if (c > best_count) best = status[k], best_count = c;
+    if (best_count > static_cast<int>(n / 2)) break;
+  }
+  return best;
+}
+
+}  // namespace
+
 ChunkOutcome move_chunk(void** pages, int* nodes, int* status, size_t n, int node, int retries,
                         unsigned char* scratch) {
   ChunkOutcome out;
@@ -94,22 +103,6 @@ ChunkOutcome move_chunk(void** pages, int* nodes, int* status, size_t n, int nod
   }
 }
 
-// The node most pages of the chunk are on now (-1 if none is present).
-int majority_node(void** pages, int* status, size_t n) {
-  if (move_pages(0, n, pages, nullptr, status, 0) < 0) return -1;
-  int best = -1, best_count = 0;
-  for (size_t k = 0; k < n; ++k) {
-    if (status[k] < 0) continue;
-    int c = 0;
-    for (size_t j = k; j < n && c <= static_cast<int>(n / 2); ++j) c += status[j] == status[k];
-    if (c > best_count) best = status[k], best_count = c;
-    if (best_count > static_cast<int>(n / 2)) break;
-  }
-  return best;
-}
-
-}  // namespace
-
 void Engine::execute(uint32_t i) {
   Slot& s = slots_[i];
   const uint64_t t0 = now_ns();
@@ -125,6 +118,8 @@ void Engine::execute(uint32_t i) {
   int origin = -1;
   size_t done_pages = 0;  // pages of the extent processed so far
   bool nomem = false;
+  // Before anything moves: split huge pages that straddle the extent, note where the neighbours are.
+  const size_t nfringe = fringe_snapshot(start, end);
   for (size_t off = 0; off < npages;) {
     if (s.cancel_requested.load(std::memory_order_relaxed)) {
       r.cancel_requested = true;
@@ -177,6 +172,9 @@ void Engine::execute(uint32_t i) {
     r.pages_moved = back >= r.pages_moved ? 0 : r.pages_moved - back;
     stats_.rollbacks.fetch_add(1, std::memory_order_relaxed);
   }
+
+  // Neighbours that a huge page dragged along go back; may turn the move into a kBusy failure.
+  fringe_restore(nfringe, start, end, node, origin, &r);
 
   if (r.cancel_requested) {
     r.state = State::kCancelled;

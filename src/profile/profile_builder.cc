@@ -52,9 +52,15 @@ void ProfileBuilder::on_alloc(uint64_t key, uint64_t tag, uint64_t site, uint32_
   // A step-local object whose call-site and occurrence equal those of a persistent object (the
   // gradient buffer kept from the first step, say, and a temporary allocated at the same point of
   // later steps) gets a derived tag, so tags stay unique in the profile.
+  uint64_t base_tag = 0;
   auto existing = by_tag_.find(tag);
-  if (existing != by_tag_.end() && existing->second.object.persistent) tag = derived_tag(tag);
+  if (existing != by_tag_.end() && existing->second.object.persistent) {
+    existing->second.has_derived = true;
+    base_tag = tag;
+    tag = derived_tag(tag);
+  }
   Accum& a = accum_for(tag);
+  if (base_tag != 0) a.base_tag = base_tag;
   if (a.instances == 0 || (!a.object.persistent && a.object.size == 0)) {
     a.object = ObjectProfile{};
     a.object.tag = tag;
@@ -76,7 +82,12 @@ void ProfileBuilder::on_free(uint64_t key, uint32_t step, uint32_t event, uint64
   if (it == live_.end()) return;
   const Instance inst = it->second;
   live_.erase(it);
-  if (inst.persistent || step < inst.birth_step) return;
+  if (step < steps_) dead_[key] = inst.tag;
+  if (inst.persistent) {
+    by_tag_[inst.tag].freed_while_profiling = true;
+    return;
+  }
+  if (step < inst.birth_step) return;
   Accum& a = by_tag_[inst.tag];
   if (a.died || a.object.persistent) return;  // the first profiled instance defines the lifetime
   const uint64_t span = uint64_t{step - inst.birth_step} * period_ + event;
@@ -89,9 +100,15 @@ void ProfileBuilder::on_free(uint64_t key, uint32_t step, uint32_t event, uint64
 
 void ProfileBuilder::on_access(uint64_t key, uint32_t step, uint32_t phase, uint64_t reads, uint64_t writes) {
   if (step >= steps_ || phase >= period_) return;
-  auto it = live_.find(key);
-  if (it == live_.end()) return;
-  Accum& a = by_tag_[it->second.tag];
+  uint64_t tag;
+  if (auto it = live_.find(key); it != live_.end()) {
+    tag = it->second.tag;
+  } else if (auto d = dead_.find(key); d != dead_.end()) {
+    tag = d->second;
+  } else {
+    return;
+  }
+  Accum& a = by_tag_[tag];
   PhaseAccess& pa = a.by_phase[phase];
   pa.phase = phase;
   pa.reads += reads;
@@ -129,10 +146,21 @@ StepProfile ProfileBuilder::build(const std::string& sampler, uint64_t sample_pe
 
   for (uint64_t tag : tag_order_) {
     const Accum& a = by_tag_.at(tag);
-    if (a.object.size == 0) continue;
+    if (a.object.size == 0 || a.phantom()) continue;
     ObjectProfile o = a.object;
+    // The phantom's accesses are this object's, one step earlier: they count with its own.
+    std::unordered_map<uint32_t, PhaseAccess> by_phase = a.by_phase;
+    if (a.base_tag != 0 && by_tag_.at(a.base_tag).phantom()) {
+      o.tag = a.base_tag;
+      for (const auto& [phase, pa] : by_tag_.at(a.base_tag).by_phase) {
+        PhaseAccess& merged = by_phase[phase];
+        merged.phase = phase;
+        merged.reads += pa.reads;
+        merged.writes += pa.writes;
+      }
+    }
     const uint64_t divisor = std::max<uint32_t>(a.object.persistent ? steps_seen : a.instances, 1);
-    for (const auto& [phase, pa] : a.by_phase) {
+    for (const auto& [phase, pa] : by_phase) {
       // Only phases inside the lifetime: a sample that lands just after a free belongs to no object.
       const bool alive = o.death_phase < period_
                              ? (phase >= o.birth_phase && phase <= o.death_phase)

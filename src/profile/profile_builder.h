@@ -57,6 +57,15 @@ class ProfileBuilder {
     ObjectProfile object;
     uint32_t instances = 0;  // how many steps produced this tag
     bool died = false;
+    // A "persistent" object freed while profiling was the warm-up step's copy of a step-local object
+    // (the previous input batch, say), not a persistent one: it is left out of the profile, and the
+    // step-local object that took a derived tag because of it gets its own tag back.
+    // (Only when such a step-local object exists: a persistent object replaced by one with another tag,
+    // a weight swapped out say, keeps its whole-step life.)
+    bool freed_while_profiling = false;
+    bool has_derived = false;
+    bool phantom() const { return freed_while_profiling && has_derived; }
+    uint64_t base_tag = 0;  // for a derived tag: the tag it was derived from
     std::unordered_map<uint32_t, PhaseAccess> by_phase;
   };
   Accum& accum_for(uint64_t tag);
@@ -64,6 +73,9 @@ class ProfileBuilder {
   uint32_t period_;
   uint32_t steps_;
   std::unordered_map<uint64_t, Instance> live_;  // by instance key
+  // Instances freed while profiling, by key: the sampler reports a phase's accesses when the next
+  // phase begins, after the objects that died in it are gone.
+  std::unordered_map<uint64_t, uint64_t> dead_;
   std::unordered_map<uint64_t, Accum> by_tag_;
   std::vector<uint64_t> tag_order_;  // first-seen order, so output is deterministic
   std::vector<uint64_t> phase_ns_;   // summed over steps

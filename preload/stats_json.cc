@@ -42,6 +42,8 @@ bool write_stats_json(const char* path) noexcept {
       ",\n  \"migrations_done\": " + std::to_string(mig.engine.moves_done) +
       ",\n  \"migrations_failed\": " + std::to_string(mig.engine.moves_failed) +
       ",\n  \"migrations_refused_budget\": " + std::to_string(mig.refused_budget) +
+      ",\n  \"migrations_cancelled\": " +
+      std::to_string(mig.engine.cancelled_queued + mig.engine.cancelled_running) +
       ",\n  \"migration_queue_full\": " + std::to_string(mig.engine.queue_full) +
       ",\n  \"objects_to_slow\": " + std::to_string(mig.engine.objects_to_slow) +
       ",\n  \"bytes_to_slow\": " + std::to_string(mig.engine.bytes_to_slow) +

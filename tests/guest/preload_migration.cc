@@ -112,6 +112,23 @@ int main() {
   }
   PROBE_CHECK(corrupt.load() == 0, "%lu corrupted reads", static_cast<unsigned long>(corrupt.load()));
   for (auto& o : objs) std::free(o.data);
+
+  // A free while the move is surely running: 64 MiB takes hundreds of milliseconds under emulation.
+  // The extent must not be handed out again until the move ends, and nothing may be lost.
+  constexpr size_t kBig = 64u << 20;
+  auto* big = static_cast<unsigned char*>(std::malloc(kBig));
+  std::memset(big, 0x5a, kBig);
+  const int big_node = object_node(big);
+  const uint64_t big_move = move(big, 1 - big_node);
+  PROBE_CHECK(big_move != 0, "the big move was refused");
+  usleep(20000);
+  std::free(big);
+  auto* next = static_cast<unsigned char*>(std::malloc(kBig));
+  PROBE_CHECK(next != big, "the extent of an object still moving was handed out again");
+  std::memset(next, 0x33, kBig);
+  PROBE_CHECK(wait(big_move, -1) != 0, "the big move never ended");
+  for (size_t i = 0; i < kBig; i += 4096) PROBE_CHECK(next[i] == 0x33, "the new object was overwritten");
+  std::free(next);
   std::printf("moves queued %lu, refused %lu, freed in flight %lu, writer checks %lu, final %d on node 0 / %d on node 1\n",
               static_cast<unsigned long>(queued), static_cast<unsigned long>(refused),
               static_cast<unsigned long>(frees_in_flight), static_cast<unsigned long>(checks.load()), on_node[0],

@@ -123,6 +123,8 @@ bool configure_placement() {
     return false;
   }
   log_write(LogLevel::kInfo, ("topology: " + topology.reason).c_str());
+  TextBuf reason(g_state.topology, sizeof g_state.topology);
+  reason.put(topology.reason.c_str());
   migration_init(topology.fast_node, pc.slow_node);
   if (!topology.tiered() && budget != nullptr) {
     log_write(LogLevel::kWarn, "SENTINEL_FAST_BUDGET is set but there is a single memory node: no placement");

@@ -1,5 +1,6 @@
 #include "profiler.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -7,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "logging.h"
@@ -78,6 +80,10 @@ struct Profiler {
   uint32_t prev_event = 0;
   uint64_t prev_time_ns = 0;
   std::vector<Armed> armed;  // sorted by start (PMU attribution uses binary search)
+  // PMU samplers follow threads, not the process: threads created after start() are found by
+  // rescanning /proc/self/task now and then and attached.
+  std::unordered_set<pid_t> pmu_threads;
+  uint64_t last_thread_scan_ns = 0;
   std::unordered_map<uint32_t, WindowCounts> last_counts;
 
   uint64_t samples = 0;
@@ -138,8 +144,29 @@ void harvest(Profiler& p) {
   }
 }
 
+std::vector<pid_t> process_threads() {
+  std::vector<pid_t> tids;
+  DIR* dir = ::opendir("/proc/self/task");
+  if (dir == nullptr) return tids;
+  while (dirent* e = ::readdir(dir)) {
+    if (e->d_name[0] >= '0' && e->d_name[0] <= '9') tids.push_back(static_cast<pid_t>(std::atoi(e->d_name)));
+  }
+  ::closedir(dir);
+  return tids;
+}
+
+void attach_new_threads(Profiler& p, uint64_t now) {
+  constexpr uint64_t kScanIntervalNs = 50'000'000;
+  if (p.pmu == nullptr || now - p.last_thread_scan_ns < kScanIntervalNs) return;
+  p.last_thread_scan_ns = now;
+  for (pid_t tid : process_threads()) {
+    if (p.pmu_threads.insert(tid).second) p.pmu->attach_thread(tid);
+  }
+}
+
 // Arms the sampler for the phase that begins, over the objects alive now.
 void arm(Profiler& p, uint32_t step_rel, uint32_t phase) {
+  if (p.kind == SamplerKind::kPebs || p.kind == SamplerKind::kIbs) attach_new_threads(p, now_ns());
   p.armed.clear();
   for (const auto& [key, o] : p.live) {
     const uint32_t slot = static_cast<uint32_t>(key >> 32);
@@ -203,6 +230,9 @@ bool start_sampling(Profiler& p) {
       log_write(LogLevel::kError, ("PMU sampler cannot start: " + r.reason).c_str());
       return false;
     }
+    p.pmu_threads.clear();
+    for (pid_t tid : process_threads()) p.pmu_threads.insert(tid);  // start() covered these
+    p.last_thread_scan_ns = now_ns();
   }
   p.last_counts.clear();
   g_sampling_active.store(true, std::memory_order_release);

@@ -42,6 +42,7 @@ struct State {
   Config config;
   pid_t init_pid = 0;
   uint64_t start_ns = 0;
+  char topology[256] = {};  // why these nodes (or why no placement), for the stats
 
   ObjectHeap heap;
   place::BudgetPlacer placer;

@@ -20,16 +20,19 @@ bool write_stats_json(const char* path) noexcept {
   const StepDetector& d = s.detector;
   const double seconds = static_cast<double>(now_ns() - s.start_ns) / 1e9;
 
+  auto json_escape = [](const std::string& in) {
+    std::string out;
+    for (char ch : in) {
+      if (ch == '"' || ch == '\\') out.push_back('\\');
+      if (static_cast<unsigned char>(ch) >= 0x20) out.push_back(ch);
+    }
+    return out;
+  };
   const ProfilerReport prof = s.config.mode == Mode::kProfile ? profiler_report() : ProfilerReport{};
   std::string sampler_json = "  \"sampler\": \"" + (prof.sampler.empty() ? std::string("none") : prof.sampler) +
                              "\",\n  \"samples\": " + std::to_string(prof.samples) + ",\n";
   if (s.config.mode == Mode::kProfile) {
-    std::string reason;
-    for (char ch : prof.sampler_reason) {
-      if (ch == '"' || ch == '\\') reason.push_back('\\');
-      if (static_cast<unsigned char>(ch) >= 0x20) reason.push_back(ch);
-    }
-    sampler_json += "  \"sampler_reason\": \"" + reason + "\",\n  \"profile_state\": \"" + prof.state +
+    sampler_json += "  \"sampler_reason\": \"" + json_escape(prof.sampler_reason) + "\",\n  \"profile_state\": \"" + prof.state +
                     "\",\n  \"profiled_steps\": " + std::to_string(prof.profiled_steps) +
                     ",\n  \"profiles_written\": " + std::to_string(prof.profiles_written) +
                     ",\n  \"profile_restarts\": " + std::to_string(prof.profile_restarts) +
@@ -53,7 +56,10 @@ bool write_stats_json(const char* path) noexcept {
       ",\n  \"migration_pages_nomem\": " + std::to_string(mig.engine.pages_nomem) +
       ",\n  \"migration_rollbacks\": " + std::to_string(mig.engine.rollbacks) +
       ",\n  \"migration_seconds\": " + std::to_string(static_cast<double>(mig.engine.move_ns) / 1e9) +
-      ",\n  \"frees_during_migration\": " + std::to_string(mig.deferred_frees) + "\n";
+      ",\n  \"frees_during_migration\": " + std::to_string(mig.deferred_frees) +
+      ",\n  \"fast_node\": " + std::to_string(s.placer.enabled() ? s.placer.fast_node() : -1) +
+      ",\n  \"slow_node\": " + std::to_string(s.placer.enabled() ? s.placer.slow_node() : -1) +
+      ",\n  \"topology\": \"" + json_escape(s.topology) + "\"\n";
 
   char buf[8192];
   const int n = std::snprintf(

@@ -1,3 +1,4 @@
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -54,6 +55,26 @@ bool print_stats_summary(const std::string& path, std::string* error) {
     std::fprintf(stderr, "  invalid frees ignored     %llu\n  heap-full fallbacks       %llu\n",
                  static_cast<unsigned long long>(u("invalid_frees")),
                  static_cast<unsigned long long>(u("heap_full_fallbacks")));
+  }
+  if (j.value("slow_node", -1) >= 0) {
+    std::fprintf(stderr, "  nodes                     fast %d, slow %d\n", j.value("fast_node", -1), j.value("slow_node", -1));
+    std::fprintf(stderr, "  fast budget               %s (peak fast %s, peak slow %s, %llu allocations forced slow)\n",
+                 u("fast_budget_bytes") == UINT64_MAX ? "unlimited"
+                                                      : human_bytes(static_cast<double>(u("fast_budget_bytes"))).c_str(),
+                 human_bytes(static_cast<double>(u("peak_fast_bytes"))).c_str(),
+                 human_bytes(static_cast<double>(u("peak_slow_bytes"))).c_str(),
+                 static_cast<unsigned long long>(u("forced_slow_allocations")));
+    std::fprintf(stderr, "  migrations                %llu done, %llu failed (%s to slow, %s to fast)\n",
+                 static_cast<unsigned long long>(u("migrations_done")),
+                 static_cast<unsigned long long>(u("migrations_failed")),
+                 human_bytes(static_cast<double>(u("bytes_to_slow"))).c_str(),
+                 human_bytes(static_cast<double>(u("bytes_to_fast"))).c_str());
+  } else {
+    std::fprintf(stderr, "  placement                 none: %s\n", j.value("topology", std::string("single node")).c_str());
+  }
+  if (j.value("mode", "") == "profile") {
+    std::fprintf(stderr, "  sampler                   %s, %llu samples, profile %s\n", j.value("sampler", "?").c_str(),
+                 static_cast<unsigned long long>(u("samples")), j.value("profile_state", "?").c_str());
   }
   std::fprintf(stderr, "  statistics file           %s\n", path.c_str());
   return true;

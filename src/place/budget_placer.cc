@@ -96,6 +96,20 @@ void BudgetPlacer::raise(std::atomic<uint64_t>& peak, uint64_t value) noexcept {
   }
 }
 
+bool BudgetPlacer::try_reserve_fast(uint64_t extent_bytes) noexcept {
+  const uint64_t budget = budget_bytes();
+  uint64_t fast = fast_live_.load(std::memory_order_relaxed);
+  // The budget read above can only have grown since, so a reservation that fits it is safe.
+  while (fast <= budget && extent_bytes <= budget - fast) {
+    if (fast_live_.compare_exchange_weak(fast, fast + extent_bytes, std::memory_order_acq_rel,
+                                         std::memory_order_relaxed)) {
+      raise(peak_fast_, fast + extent_bytes);
+      return true;
+    }
+  }
+  return false;
+}
+
 Decision BudgetPlacer::choose(uint64_t extent_bytes) noexcept {
   Decision d;
   if (!enabled_) {
@@ -108,18 +122,11 @@ Decision BudgetPlacer::choose(uint64_t extent_bytes) noexcept {
   // The peak is raised before the budget is read, so a percentage budget already counts this object:
   // the fast share stays within p% of a peak the program has really reached.
   raise(peak_total_, total_live_.fetch_add(extent_bytes, std::memory_order_acq_rel) + extent_bytes);
-  const uint64_t budget = budget_bytes();
-  uint64_t fast = fast_live_.load(std::memory_order_relaxed);
-  // The budget read above can only have grown since, so a reservation that fits it is safe.
-  while (fast <= budget && extent_bytes <= budget - fast) {
-    if (fast_live_.compare_exchange_weak(fast, fast + extent_bytes, std::memory_order_acq_rel,
-                                         std::memory_order_relaxed)) {
-      raise(peak_fast_, fast + extent_bytes);
-      fast_allocs_.fetch_add(1, std::memory_order_relaxed);
-      d.pool = kFastPool;
-      d.node = fast_node_;
-      return d;
-    }
+  if (try_reserve_fast(extent_bytes)) {
+    fast_allocs_.fetch_add(1, std::memory_order_relaxed);
+    d.pool = kFastPool;
+    d.node = fast_node_;
+    return d;
   }
   raise(peak_slow_, slow_live_.fetch_add(extent_bytes, std::memory_order_relaxed) + extent_bytes);
   slow_allocs_.fetch_add(1, std::memory_order_relaxed);
@@ -137,18 +144,10 @@ void BudgetPlacer::release(uint8_t pool, uint64_t extent_bytes) noexcept {
     return;
   }
   // Clamped at zero: an unbalanced release must not wrap the counter and open the budget wide.
-  uint64_t cur = live->load(std::memory_order_relaxed);
-  uint64_t next;
-  do {
-    next = cur >= extent_bytes ? cur - extent_bytes : 0;
-  } while (!live->compare_exchange_weak(cur, next, std::memory_order_acq_rel, std::memory_order_relaxed));
-  if (cur < extent_bytes) release_errors_.fetch_add(1, std::memory_order_relaxed);
+  subtract_clamped(*live, extent_bytes, release_errors_);
   if (enabled_) {
-    cur = total_live_.load(std::memory_order_relaxed);
-    do {
-      next = cur >= extent_bytes ? cur - extent_bytes : 0;
-    } while (!total_live_.compare_exchange_weak(cur, next, std::memory_order_acq_rel,
-                                                std::memory_order_relaxed));
+    std::atomic<uint64_t> ignored{0};
+    subtract_clamped(total_live_, extent_bytes, ignored);
   }
 }
 
@@ -168,16 +167,7 @@ bool BudgetPlacer::begin_move(uint8_t to, uint64_t extent_bytes) noexcept {
     raise(peak_slow_, slow_live_.fetch_add(extent_bytes, std::memory_order_relaxed) + extent_bytes);
     return true;
   }
-  const uint64_t budget = budget_bytes();
-  uint64_t fast = fast_live_.load(std::memory_order_relaxed);
-  while (fast <= budget && extent_bytes <= budget - fast) {
-    if (fast_live_.compare_exchange_weak(fast, fast + extent_bytes, std::memory_order_acq_rel,
-                                         std::memory_order_relaxed)) {
-      raise(peak_fast_, fast + extent_bytes);
-      return true;
-    }
-  }
-  return false;
+  return try_reserve_fast(extent_bytes);
 }
 
 void BudgetPlacer::end_move(uint8_t from, uint8_t to, uint64_t extent_bytes, bool moved) noexcept {

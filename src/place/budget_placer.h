@@ -126,6 +126,8 @@ class BudgetPlacer {
 
  private:
   uint64_t budget_for_peak(uint64_t peak) const noexcept;
+  // Adds the bytes to the fast pool if they fit the budget (one CAS loop; never overshoots).
+  bool try_reserve_fast(uint64_t extent_bytes) noexcept;
   static void subtract_clamped(std::atomic<uint64_t>& live, uint64_t bytes, std::atomic<uint64_t>& errors) noexcept;
   static void raise(std::atomic<uint64_t>& peak, uint64_t value) noexcept;
   void count_bind(bool ok, int err) noexcept;

@@ -64,14 +64,16 @@ void announce_period(uint32_t period, bool explicit_marks, uint64_t relocks) noe
 }
 
 // Creates an object for a request already known to be at or above the threshold. Returns nullptr when
-// the heap cannot take it; the caller then uses the system allocator.
-__attribute__((noinline)) void* alloc_object(size_t size, size_t align, bool* zeroed) noexcept {
+// the heap cannot take it; the caller then uses the system allocator. `reserve` (>= size) asks for an
+// extent with room to grow in place (realloc).
+__attribute__((noinline)) void* alloc_object(size_t size, size_t align, bool* zeroed, size_t reserve = 0) noexcept {
   ReentrancyGuard guard;
   State& s = g_state;
   bool fresh_zero = false;
-  const uint64_t extent = place::extent_bytes_for(size);
+  const uint64_t request = reserve > size ? reserve : size;
+  const uint64_t extent = place::extent_bytes_for(request);
   const place::Decision d = s.placer.choose(extent);
-  const uint32_t slot = s.heap.allocate(size, align, d.pool, &fresh_zero);
+  const uint32_t slot = s.heap.allocate(request, align, d.pool, &fresh_zero);
   if (slot == kNoSlot) {
     s.placer.release(d.pool, extent);
     s.counters.heap_full_fallbacks.fetch_add(1, std::memory_order_relaxed);
@@ -127,6 +129,7 @@ __attribute__((noinline)) void* alloc_object(size_t size, size_t align, bool* ze
   }
 
   ObjectRecord& r = s.heap.record(slot);
+  r.size = size;
   r.site = site;
   r.occurrence = occurrence;
   r.tag = make_tag(site, occurrence);
@@ -247,7 +250,9 @@ void* realloc(void* p, size_t size) noexcept {
       }
       return p;
     }
-    void* q = is_object_request(size) ? alloc_object(size, kPageSize, nullptr) : nullptr;
+    // A growing object gets 50% headroom, so a buffer grown step by step is copied O(log n) times.
+    void* q = is_object_request(size) ? alloc_object(size, kPageSize, nullptr, size > old_size ? size + size / 2 : 0)
+                                      : nullptr;
     if (q == nullptr) q = system_malloc(size);
     if (q == nullptr) {
       errno = ENOMEM;
@@ -266,7 +271,7 @@ void* realloc(void* p, size_t size) noexcept {
     return q;
   }
   if (is_object_request(size)) {
-    if (void* q = alloc_object(size, kPageSize, nullptr)) {
+    if (void* q = alloc_object(size, kPageSize, nullptr, size + size / 2)) {
       const size_t old_usable = real_malloc().malloc_usable_size(p);
       std::memcpy(q, p, old_usable < size ? old_usable : size);
       real_malloc().free(p);

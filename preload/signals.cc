@@ -51,7 +51,10 @@ sighandler_t signal(int signum, sighandler_t handler) noexcept {
     sigaddset(&act.sa_mask, signum);
     struct sigaction old {};
     SoftwareSampler::set_program_handler(act, &old);
-    return (old.sa_flags & SA_SIGINFO) ? reinterpret_cast<sighandler_t>(old.sa_sigaction) : old.sa_handler;
+    // signal() can only return a one-argument handler; a previous SA_SIGINFO handler is returned
+    // through void* the way glibc does (the caller may only pass it back to signal/sigaction).
+    if (old.sa_flags & SA_SIGINFO) return reinterpret_cast<sighandler_t>(reinterpret_cast<void*>(old.sa_sigaction));
+    return old.sa_handler;
   }
   SignalFn fn = real_signal();
   if (fn == nullptr) {

@@ -210,8 +210,7 @@ PlacerStats BudgetPlacer::stats() const noexcept {
   s.budget_kind = enabled_ ? budget_.kind : BudgetKind::kUnlimited;
   s.budget_percent_ppm = budget_.kind == BudgetKind::kPercent ? budget_.percent_ppm : 0;
   s.budget_resolved = resolved_.load(std::memory_order_acquire);
-  s.budget_bytes = budget_bytes();
-  s.fast_live_bytes = fast_live_.load(std::memory_order_relaxed);
+  s.fast_live_bytes = fast_live_.load(std::memory_order_acquire);
   s.slow_live_bytes = slow_live_.load(std::memory_order_relaxed);
   s.peak_fast_bytes = peak_fast_.load(std::memory_order_relaxed);
   s.peak_slow_bytes = peak_slow_.load(std::memory_order_relaxed);
@@ -224,6 +223,9 @@ PlacerStats BudgetPlacer::stats() const noexcept {
   s.rebinds = rebinds_.load(std::memory_order_relaxed);
   s.release_errors = release_errors_.load(std::memory_order_relaxed);
   s.last_bind_errno = last_bind_errno_.load(std::memory_order_relaxed);
+  // Read last: the budget only grows, so it bounds the byte counts read above. (Read first, a budget
+  // raised by a concurrent peak could look smaller than a reservation made under the raised one.)
+  s.budget_bytes = budget_bytes();
   return s;
 }
 

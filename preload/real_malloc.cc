@@ -8,11 +8,8 @@
 namespace sentinel {
 namespace {
 
-alignas(64) unsigned char g_bootstrap[64 * 1024];
 std::atomic<size_t> g_bootstrap_used{0};
 
-RealMalloc g_real{};
-std::atomic<bool> g_resolved{false};
 thread_local bool t_resolving __attribute__((tls_model("initial-exec"))) = false;
 
 template <typename F>
@@ -21,6 +18,10 @@ F next(const char* name) {
 }
 
 }  // namespace
+
+alignas(64) unsigned char g_bootstrap[kBootstrapBytes];
+RealMalloc g_real_malloc{};
+std::atomic<bool> g_real_malloc_resolved{false};
 
 void* bootstrap_alloc(size_t size, size_t align) noexcept {
   if (align < 16) align = 16;
@@ -34,20 +35,14 @@ void* bootstrap_alloc(size_t size, size_t align) noexcept {
   }
 }
 
-bool is_bootstrap_pointer(const void* p) noexcept {
-  const auto a = reinterpret_cast<uintptr_t>(p);
-  const auto b = reinterpret_cast<uintptr_t>(g_bootstrap);
-  return a - b < sizeof g_bootstrap;
-}
-
 size_t bootstrap_bytes_after(const void* p) noexcept {
   return sizeof g_bootstrap - (reinterpret_cast<uintptr_t>(p) - reinterpret_cast<uintptr_t>(g_bootstrap));
 }
 
 bool resolving_real_malloc() noexcept { return t_resolving; }
 
-const RealMalloc& real_malloc() noexcept {
-  if (g_resolved.load(std::memory_order_acquire)) return g_real;
+const RealMalloc& resolve_real_malloc() noexcept {
+  if (g_real_malloc_resolved.load(std::memory_order_acquire)) return g_real_malloc;
   t_resolving = true;
   RealMalloc r;
   r.malloc = next<decltype(r.malloc)>("malloc");
@@ -61,9 +56,9 @@ const RealMalloc& real_malloc() noexcept {
   r.pvalloc = next<decltype(r.pvalloc)>("pvalloc");
   r.malloc_usable_size = next<decltype(r.malloc_usable_size)>("malloc_usable_size");
   t_resolving = false;
-  g_real = r;
-  g_resolved.store(true, std::memory_order_release);
-  return g_real;
+  g_real_malloc = r;
+  g_real_malloc_resolved.store(true, std::memory_order_release);
+  return g_real_malloc;
 }
 
 }  // namespace sentinel

@@ -8,7 +8,9 @@
 // Thread safety: resolution is idempotent and may race harmlessly; all functions are thread-safe.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 
 namespace sentinel {
 
@@ -26,14 +28,28 @@ struct RealMalloc {
 };
 
 // The resolved functions, resolving them on first use.
-const RealMalloc& real_malloc() noexcept;
+const RealMalloc& resolve_real_malloc() noexcept;
+
+extern RealMalloc g_real_malloc;
+extern std::atomic<bool> g_real_malloc_resolved;
+
+// Hot path: one acquire load once resolved.
+inline const RealMalloc& real_malloc() noexcept {
+  if (__builtin_expect(g_real_malloc_resolved.load(std::memory_order_acquire), 1)) return g_real_malloc;
+  return resolve_real_malloc();
+}
+inline bool real_malloc_ready() noexcept { return g_real_malloc_resolved.load(std::memory_order_acquire); }
 
 // True while this thread is inside dlsym() resolving the functions above.
 bool resolving_real_malloc() noexcept;
 
 // Bootstrap buffer used during resolution.
 void* bootstrap_alloc(size_t size, size_t align) noexcept;
-bool is_bootstrap_pointer(const void* p) noexcept;
+inline constexpr size_t kBootstrapBytes = 64 * 1024;
+extern unsigned char g_bootstrap[kBootstrapBytes];
+inline bool is_bootstrap_pointer(const void* p) noexcept {
+  return reinterpret_cast<uintptr_t>(p) - reinterpret_cast<uintptr_t>(g_bootstrap) < kBootstrapBytes;
+}
 // Bytes of the bootstrap buffer from p to its end (an upper bound on the size of p's block).
 size_t bootstrap_bytes_after(const void* p) noexcept;
 

@@ -177,6 +177,7 @@ void free_object(void* p) noexcept {
 }
 
 inline void* system_malloc(size_t size) noexcept {
+  if (__builtin_expect(real_malloc_ready(), 1)) return g_real_malloc.malloc(size);
   if (resolving_real_malloc()) return bootstrap_alloc(size, 16);
   return real_malloc().malloc(size);
 }
@@ -217,7 +218,7 @@ void* calloc(size_t n, size_t size) noexcept {
       return p;
     }
   }
-  if (resolving_real_malloc()) return bootstrap_alloc(total, 16);
+  if (!real_malloc_ready() && resolving_real_malloc()) return bootstrap_alloc(total, 16);
   return real_malloc().calloc(n, size);
 }
 
@@ -298,7 +299,7 @@ int posix_memalign(void** out, size_t align, size_t size) noexcept {
       return 0;
     }
   }
-  if (resolving_real_malloc()) {
+  if (!real_malloc_ready() && resolving_real_malloc()) {
     void* p = bootstrap_alloc(size, align);
     if (p == nullptr) return ENOMEM;
     *out = p;
@@ -311,7 +312,7 @@ void* aligned_alloc(size_t align, size_t size) noexcept {
   if (is_power_of_two(align) && align <= kHugePageSize && is_object_request(size)) {
     if (void* p = alloc_object(size, align, nullptr)) return p;
   }
-  if (resolving_real_malloc()) return bootstrap_alloc(size, align);
+  if (!real_malloc_ready() && resolving_real_malloc()) return bootstrap_alloc(size, align);
   return real_malloc().aligned_alloc(align, size);
 }
 
@@ -319,7 +320,7 @@ void* memalign(size_t align, size_t size) noexcept {
   if (is_power_of_two(align) && align <= kHugePageSize && is_object_request(size)) {
     if (void* p = alloc_object(size, align, nullptr)) return p;
   }
-  if (resolving_real_malloc()) return bootstrap_alloc(size, align);
+  if (!real_malloc_ready() && resolving_real_malloc()) return bootstrap_alloc(size, align);
   return real_malloc().memalign(align, size);
 }
 
@@ -327,7 +328,7 @@ void* valloc(size_t size) noexcept {
   if (is_object_request(size)) {
     if (void* p = alloc_object(size, kPageSize, nullptr)) return p;
   }
-  if (resolving_real_malloc()) return bootstrap_alloc(size, kPageSize);
+  if (!real_malloc_ready() && resolving_real_malloc()) return bootstrap_alloc(size, kPageSize);
   return real_malloc().valloc(size);
 }
 
@@ -342,7 +343,7 @@ void* pvalloc(size_t size) noexcept {
   if (is_object_request(rounded)) {
     if (void* p = alloc_object(rounded, kPageSize, nullptr)) return p;
   }
-  if (resolving_real_malloc()) return bootstrap_alloc(rounded, kPageSize);
+  if (!real_malloc_ready() && resolving_real_malloc()) return bootstrap_alloc(rounded, kPageSize);
   return real_malloc().pvalloc(size);
 }
 

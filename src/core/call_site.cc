@@ -28,10 +28,19 @@ uint64_t CallSiteHasher::normalize(uintptr_t pc) noexcept {
     if (cache_[at].pc == pc) return cache_[at].normalized;
   }
   uint64_t normalized = pc;
-  Dl_info info;
   // pc is a return address: pc - 1 lies inside the call instruction, inside the caller's module.
-  if (::dladdr(reinterpret_cast<void*>(pc - 1), &info) != 0 && info.dli_fname != nullptr) {
-    normalized = hash_basename(info.dli_fname) ^ (pc - reinterpret_cast<uintptr_t>(info.dli_fbase));
+  // _dl_find_object is a lock-free lookup of the module; dladdr (the fallback) also searches the
+  // module's symbol table, which costs a millisecond per address in a library as large as libtorch.
+  dl_find_object found;
+  if (_dl_find_object(reinterpret_cast<void*>(pc - 1), &found) == 0 && found.dlfo_link_map != nullptr) {
+    const link_map* map = found.dlfo_link_map;
+    const char* name = map->l_name != nullptr && map->l_name[0] != '\0' ? map->l_name : "<main>";
+    normalized = hash_basename(name) ^ (pc - map->l_addr);
+  } else {
+    Dl_info info;
+    if (::dladdr(reinterpret_cast<void*>(pc - 1), &info) != 0 && info.dli_fname != nullptr) {
+      normalized = hash_basename(info.dli_fname) ^ (pc - reinterpret_cast<uintptr_t>(info.dli_fbase));
+    }
   }
   SpinGuard guard(lock_);
   cache_[at] = Entry{pc, normalized};

@@ -49,18 +49,23 @@ bool simulate_plan(const ProfileIndex& index, const Plan& plan, const MemorySyst
     return false;
   }
   const auto& objs = index.objects();
-  std::vector<std::vector<CompiledMove>> moves(P);
+  // Moves of event k: moves[move_begin[k] .. move_begin[k + 1]) (one flat array: no per-event
+  // allocation, the planner replays large plans many times).
+  std::vector<CompiledMove> moves;
+  std::vector<uint32_t> move_begin(P + 1, 0);
   uint32_t next_id = 0;
   for (uint32_t k = 0; k < P; ++k) {
+    move_begin[k] = static_cast<uint32_t>(moves.size());
     for (const Move& m : plan.events[k]) {
       int64_t i = index.find(m.tag);
       if (i < 0) {
         if (error != nullptr) *error = "plan moves an unknown tag at event " + std::to_string(k);
         return false;
       }
-      moves[k].push_back({static_cast<uint32_t>(i), m.kind, next_id++});
+      moves.push_back({static_cast<uint32_t>(i), m.kind, next_id++});
     }
   }
+  move_begin[P] = static_cast<uint32_t>(moves.size());
   std::vector<Tier> birth(objs.size());
   for (uint32_t i = 0; i < objs.size(); ++i) birth[i] = plan.birth(objs[i].tag);
 
@@ -69,6 +74,11 @@ bool simulate_plan(const ProfileIndex& index, const Plan& plan, const MemorySyst
   if (options.record_moves) {
     r.move_busy_phases.assign(next_id, 0);
     r.move_stall_ns.assign(next_id, 0);
+  }
+  if (options.record_phases) {
+    r.phase_extra_ns.assign(P, 0);
+    r.phase_stall_ns.assign(P, 0);
+    r.phase_slow_objects.assign(P, {});
   }
   std::vector<ObjState> st(objs.size());
   uint64_t resident = 0;
@@ -123,7 +133,8 @@ bool simulate_plan(const ProfileIndex& index, const Plan& plan, const MemorySyst
         if (o.counted) resident += objs[i].size;
       }
       // 4. Migrations issued at event k, first in first out on one channel.
-      for (const CompiledMove& m : moves[k]) {
+      for (uint32_t mi = move_begin[k]; mi < move_begin[k + 1]; ++mi) {
+        const CompiledMove& m = moves[mi];
         ObjState& o = st[m.obj];
         const Tier want = m.kind == MoveKind::kPrefetch ? Tier::kFast : Tier::kSlow;
         if (!o.alive || o.target == want) {
@@ -182,6 +193,7 @@ bool simulate_plan(const ProfileIndex& index, const Plan& plan, const MemorySyst
         } else if (o.job_done <= now) {  // an eviction still copying serves from fast memory
           slow_reads += static_cast<double>(a.reads);
           slow_writes += static_cast<double>(a.writes);
+          if (last && options.record_phases) r.phase_slow_objects[k].push_back(a.obj);
         }
       }
       const double d = static_cast<double>(index.duration(k));
@@ -198,6 +210,10 @@ bool simulate_plan(const ProfileIndex& index, const Plan& plan, const MemorySyst
         r.base_ns += d;
         r.slow_extra_ns += extra;
         r.stall_ns += stall;
+        if (options.record_phases) {
+          r.phase_extra_ns[k] = extra;
+          r.phase_stall_ns[k] = stall;
+        }
       }
     }
     if (last) r.step_ns = now - step_start;

@@ -36,6 +36,7 @@ struct SimOptions {
   bool stalls = true;          // wait for late prefetches
   uint64_t budget_bytes = 0;   // residency above it is counted as a violation (0: no check)
   bool record_moves = false;   // fill SimResult::move_* (the planner's repair loop needs them)
+  bool record_phases = false;  // fill SimResult::phase_* (diagnostics; does not change the model)
 };
 
 struct SimResult {
@@ -56,6 +57,11 @@ struct SimResult {
   // With record_moves, per move of the plan in flattened order (events[0] moves, events[1] ...):
   std::vector<uint32_t> move_busy_phases;  // evictions: phases the copy kept fast memory (max)
   std::vector<double> move_stall_ns;       // prefetches: stall caused in the last step
+  // With record_phases, per phase of the last step: extra time, stall, and the objects whose
+  // accesses in that phase were served by the slow tier.
+  std::vector<double> phase_extra_ns;
+  std::vector<double> phase_stall_ns;
+  std::vector<std::vector<uint32_t>> phase_slow_objects;
 };
 
 // Flattened move index of events[k][i].

@@ -8,16 +8,17 @@
 #include "plan/channel_model.h"
 #include "plan/cost_model.h"
 #include "plan/occupancy_tree.h"
+#include "plan/planner_select.h"
 #include "plan/planner_windows.h"
+#include "plan/stall_repair.h"
 
 namespace sentinel {
 namespace {
 
 using plan_detail::Window;
 
-uint32_t occ_len(const Window& w, uint32_t P) {
-  return static_cast<uint32_t>(std::clamp<int64_t>(w.occ_end - w.start, 1, P));
-}
+using plan_detail::occ_len;
+using plan_detail::select_windows;
 
 // Builds the plan of the selected windows. move_window[id] = window of flattened move id.
 Plan build_plan(const ProfileIndex& index, const std::vector<Window>& win, std::vector<int64_t>* move_window) {
@@ -57,159 +58,6 @@ Plan build_plan(const ProfileIndex& index, const std::vector<Window>& win, std::
   }
   normalize_plan(index, &plan);  // persistent objects: birth tier = tier at the step boundary
   return plan;
-}
-
-// Admits a window if its prefetch can finish before the first use and the occupancy (prefetch start
-// to eviction done, both estimated on the channel model) fits the budget at every phase.
-bool admit_window(const ProfileIndex& index, const MemorySystem& mem, uint64_t budget, Window* w,
-                  OccupancyTree* tree, plan_detail::ChannelModel* channel) {
-  const uint32_t P = index.period();
-  const ObjectView& o = index.object(w->obj);
-  const double copy = mem.migration_ns(static_cast<double>(o.size));
-  int64_t start = w->start;
-  bool born_fast = w->born_fast || w->always;
-  if (!born_fast) {
-    bool on_time = false;
-    for (int attempt = 0; attempt < 8 && !on_time; ++attempt) {
-      uint32_t j = channel->fill(plan_detail::abs_phase(index, o, start), copy, false);
-      int64_t done = start + static_cast<int64_t>(j);
-      if (j < P && done < w->first_use) {
-        on_time = true;
-        break;
-      }
-      int64_t earlier = std::max(w->lo, start - std::max<int64_t>(1, done - (w->first_use - 1)));
-      if (earlier == start) break;
-      start = earlier;
-    }
-    if (!on_time) {
-      if (o.cyclic || w->lo > 1) return false;
-      born_fast = true;  // no time to prefetch after birth: allocate it fast instead
-      start = 0;
-    }
-  }
-  int64_t occ_end = w->occ_end;
-  uint32_t evict_phases = 0;
-  if (w->evict) {
-    evict_phases = channel->fill(plan_detail::abs_phase(index, o, w->last_use + 1), copy, false);
-    if (evict_phases >= P) return false;
-    occ_end = w->last_use + 1 + evict_phases + 1;  // through the phase the copy completes in
-    if (!o.cyclic) occ_end = std::min<int64_t>(occ_end, o.life);
-  }
-  if (o.cyclic) occ_end = std::min<int64_t>(occ_end, start + P);
-  const uint32_t abs_start = plan_detail::abs_phase(index, o, start);
-  const uint32_t len = static_cast<uint32_t>(std::clamp<int64_t>(occ_end - start, 1, P));
-  if (!tree->fits(abs_start, len, o.size, budget)) return false;
-  if (!born_fast) channel->fill(abs_start, copy, true);
-  if (w->evict) channel->fill(plan_detail::abs_phase(index, o, w->last_use + 1), copy, true);
-  tree->add(abs_start, len, static_cast<int64_t>(o.size));
-  w->start = start;
-  w->born_fast = born_fast;
-  w->occ_end = occ_end;
-  w->selected = true;
-  return true;
-}
-
-// With budget to spare, holding an object in fast memory beats moving it: merge consecutive selected
-// windows of an object (no eviction and prefetch between them) and keep objects whose windows were
-// not worth a migration fast for their whole lifetime. Cheapest extra byte-phases first.
-void upgrade_holds(const ProfileIndex& index, uint64_t budget,
-                   std::vector<Window>* win, OccupancyTree* tree) {
-  const uint32_t P = index.period();
-  std::vector<std::vector<size_t>> by_obj(index.objects().size());
-  for (size_t j = 0; j < win->size(); ++j) by_obj[(*win)[j].obj].push_back(j);
-  struct Cand { double density; uint32_t obj; };
-  std::vector<Cand> cands;
-  for (uint32_t i = 0; i < by_obj.size(); ++i) {
-    const ObjectView& o = index.object(i);
-    if (o.total_accesses == 0 || by_obj[i].empty()) continue;
-    double occupied = 0, value = 0;
-    bool all_selected = true;
-    for (size_t j : by_obj[i]) {
-      const Window& w = (*win)[j];
-      value += w.access_value;
-      if (w.selected) occupied += static_cast<double>(occ_len(w, P));
-      else all_selected = false;
-    }
-    const double life = o.cyclic ? P : o.life;
-    const double extra = std::max(1.0, life - occupied);
-    if (all_selected && occupied >= life) continue;
-    cands.push_back({value / (static_cast<double>(o.size) * extra), i});
-  }
-  std::sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& b) { return a.density > b.density; });
-  for (const Cand& c : cands) {
-    const ObjectView& o = index.object(c.obj);
-    const uint32_t start = o.cyclic ? 0 : o.birth, len = o.cyclic ? P : o.life;
-    // Take the object's windows out, try the whole lifetime, put them back if it does not fit.
-    for (size_t j : by_obj[c.obj]) {
-      const Window& w = (*win)[j];
-      if (w.selected) tree->add(plan_detail::abs_phase(index, o, w.start), occ_len(w, P), -static_cast<int64_t>(o.size));
-    }
-    if (tree->fits(start, len, o.size, budget)) {
-      tree->add(start, len, static_cast<int64_t>(o.size));
-      Window whole = (*win)[by_obj[c.obj].front()];
-      for (size_t j : by_obj[c.obj]) (*win)[j].selected = false;
-      double value = 0;
-      for (size_t j : by_obj[c.obj]) value += (*win)[j].access_value;
-      whole.start = 0;
-      whole.occ_end = len;
-      whole.born_fast = true;
-      whole.always = o.cyclic;
-      whole.evict = false;
-      whole.first_use = o.accesses.front().offset;
-      whole.last_use = o.accesses.back().offset;
-      whole.access_value = value;
-      whole.selected = true;
-      (*win)[by_obj[c.obj].front()] = whole;
-    } else {
-      for (size_t j : by_obj[c.obj]) {
-        const Window& w = (*win)[j];
-        if (w.selected) tree->add(plan_detail::abs_phase(index, o, w.start), occ_len(w, P), static_cast<int64_t>(o.size));
-      }
-    }
-  }
-}
-
-void select_windows(const ProfileIndex& index, const MemorySystem& mem, const PlannerConfig& cfg,
-                    uint64_t budget, std::vector<Window>* win, OccupancyTree* tree) {
-  const uint32_t P = index.period();
-  // Reserved share for short-lived objects: their peak, at most short_reserve_max_share of budget.
-  std::vector<int64_t> short_diff(P + 1, 0);
-  for (const Window& w : *win) {
-    if (!w.short_lived) continue;
-    const ObjectView& o = index.object(w.obj);
-    uint32_t b = o.birth, e = o.birth + o.life;
-    short_diff[b] += static_cast<int64_t>(o.size);
-    if (e <= P) short_diff[e] -= static_cast<int64_t>(o.size);
-    else { short_diff[P] -= static_cast<int64_t>(o.size); short_diff[0] += static_cast<int64_t>(o.size); short_diff[e - P] -= static_cast<int64_t>(o.size); }
-  }
-  int64_t run = 0, short_peak = 0;
-  for (uint32_t k = 0; k < P; ++k) short_peak = std::max(short_peak, run += short_diff[k]);
-  const uint64_t reserve = std::min<uint64_t>(static_cast<uint64_t>(short_peak),
-                                              static_cast<uint64_t>(cfg.short_reserve_max_share * budget));
-  std::vector<size_t> order(win->size());
-  for (size_t j = 0; j < order.size(); ++j) order[j] = j;
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return (*win)[a].density > (*win)[b].density;
-  });
-  OccupancyTree short_tree(P);
-  for (size_t j : order) {
-    Window& w = (*win)[j];
-    if (!w.short_lived) continue;
-    const ObjectView& o = index.object(w.obj);
-    uint32_t start = plan_detail::abs_phase(index, o, w.start), len = occ_len(w, P);
-    if (short_tree.fits(start, len, o.size, reserve) && tree->fits(start, len, o.size, budget)) {
-      w.selected = true;
-      short_tree.add(start, len, static_cast<int64_t>(o.size));
-      tree->add(start, len, static_cast<int64_t>(o.size));
-    }
-  }
-  plan_detail::ChannelModel channel(index);
-  for (size_t j : order) {
-    Window& w = (*win)[j];
-    if (w.selected || w.benefit <= 0) continue;
-    if (!admit_window(index, mem, budget, &w, tree, &channel)) continue;
-  }
-  upgrade_holds(index, budget, win, tree);
 }
 
 // Replays the plan (measured durations) and moves late prefetches earlier where the budget allows.
@@ -308,6 +156,8 @@ bool plan_sentinel(const ProfileIndex& index, const MemorySystem& mem, const Pla
   Plan plan = build_plan(index, win, &move_window);
   RepairStats repair;
   if (!enforce_budget(index, mem, budget, &plan, &repair, error)) return false;
+  plan_detail::StallRepairStats stall_fix;
+  plan_detail::repair_stalls(index, mem, budget, cfg.sim_steps, cfg.stall_repair_attempts, &plan, &stall_fix);
 
   // Never worse than leaving everything slow: drop windows whose prefetches stay late if the model
   // says the plan loses to all-slow (dropping migrations never makes another one later).
@@ -336,6 +186,9 @@ bool plan_sentinel(const ProfileIndex& index, const MemorySystem& mem, const Pla
       notes += "dropped " + std::to_string(late.size()) + " windows with late prefetches; ";
     }
   }
+  if (stall_fix.merged + stall_fix.dropped > 0)
+    notes += "stall repair kept " + std::to_string(stall_fix.merged) + " objects fast through a gap and dropped " +
+             std::to_string(stall_fix.dropped) + " late windows; ";
   if (repair.dropped_intervals > 0)
     notes += "budget repair dropped " + std::to_string(repair.dropped_intervals) + " windows; ";
 
@@ -350,7 +203,7 @@ bool plan_sentinel(const ProfileIndex& index, const MemorySystem& mem, const Pla
   }
   uint32_t short_unplaced = 0;
   for (const Window& w : win)
-    if (w.short_lived && !w.selected) ++short_unplaced;
+    if (w.short_lived && !w.selected && index.object(w.obj).total_accesses > 0) ++short_unplaced;
   bool insufficient = budget == 0 || too_big > 0 || short_unplaced > 0;
   std::string msg;
   if (budget == 0) msg += "budget is 0: everything stays on the slow tier; ";

@@ -39,6 +39,16 @@ struct PlannerConfig {
   double migration_cost_factor = 0.25;
   uint32_t late_fix_rounds = 6;    // rounds of "replay, move late prefetches earlier"
   uint32_t sim_steps = 3;          // steps replayed by the internal checks
+  // Alternative windows offered to the selection (planner_windows.cc): per group, up to
+  // prefix_alternatives shorter windows; per object, up to merged_windows runs of several groups
+  // held fast through the gaps between them. 0 turns either off.
+  uint32_t prefix_alternatives = 2;
+  uint32_t merged_windows = 32;
+  // Unselected windows of highest benefit offered a swap against the selected windows they overlap
+  // after the greedy (planner_select.cc); 0 turns the exchange pass off.
+  uint32_t exchange_candidates = 128;
+  // Stalled prefetches examined by the final stall repair (stall_repair.h); 0 turns it off.
+  uint32_t stall_repair_attempts = 8;
 };
 
 // The budget in bytes the config asks for on this profile.

@@ -75,6 +75,86 @@ double value_of(const Ctx& c, const std::vector<AccessView>& acc, size_t b, size
   return v;
 }
 
+// Shorter alternatives of a window: the same start, but evicted after an earlier use, leaving the
+// group's later uses slow. A group is kept whole when its gaps are too short for a round trip, which
+// makes a large object occupy fast memory across all of them; when only its first uses are hot (or
+// the budget is contended later on), serving just those and evicting is worth more per byte-phase.
+// Split points: the cfg.prefix_alternatives longest idle gaps inside the group that are long enough
+// for the eviction copy (so the freed memory is usable before the next use). The alternatives overlap
+// the group window's uses; the selection takes at most one of them.
+
+template <typename ValueFn>
+void add_prefix_alternatives(const Ctx& c, const ObjectView& o, const std::vector<int64_t>& off,
+                             size_t gb, size_t ge, ValueFn&& group_value, std::vector<Window>* out) {
+  if (ge - gb < 2) return;
+  const double copy = c.mem.migration_ns(static_cast<double>(o.size));
+  std::vector<std::pair<uint64_t, size_t>> gaps;  // (idle time, index of the last served use)
+  for (size_t j = gb; j + 1 < ge; ++j) {
+    if (off[j + 1] - off[j] < 2) continue;
+    const uint64_t idle = span_ns(c.index, o, off[j] + 1, off[j + 1]);
+    if (static_cast<double>(idle) >= copy) gaps.push_back({idle, j});
+  }
+  if (gaps.empty()) return;
+  std::sort(gaps.begin(), gaps.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  if (gaps.size() > c.cfg.prefix_alternatives) gaps.resize(c.cfg.prefix_alternatives);
+  const Window base = out->back();
+  for (const auto& g : gaps) {
+    Window w = base;
+    w.last_use = off[g.second];
+    w.access_value = group_value(gb, g.second + 1);
+    w.evict = true;
+    w.occ_end = std::min<int64_t>(w.last_use + 1 + eviction_tail(c, o, w.last_use + 1, copy), o.life);
+    finish(c, o, w.obj, &w);
+    if (w.benefit > 0) out->push_back(w);
+  }
+}
+
+// Coarser alternatives: runs of consecutive group windows held in fast memory through the gaps
+// between them (one prefetch before the first, one eviction after the last). A gap long enough for a
+// round trip is not necessarily worth one: when every use is worth about a round trip's copy cost,
+// each single window has no benefit, while holding the object across the gaps serves all of them.
+// Whether holding or moving is better depends on the budget left in the gap, which only the
+// selection knows, so both are offered. Runs are formed by merging the shortest gaps first (at most
+// cfg.merged_windows per object, O(g log g)); a persistent object's run never spans all of its windows (that
+// is "always fast", which upgrade_holds considers).
+
+void add_merged_windows(const Ctx& c, const ObjectView& o, const std::vector<size_t>& fine,
+                        std::vector<Window>* out) {
+  const size_t g = fine.size();
+  if (g < 2) return;
+  std::vector<std::pair<uint64_t, size_t>> gaps;  // (idle time, gap after window q)
+  for (size_t q = 0; q + 1 < g; ++q) {
+    const Window& a = (*out)[fine[q]];
+    const Window& b = (*out)[fine[q + 1]];
+    gaps.push_back({span_ns(c.index, o, a.last_use + 1, b.first_use), q});
+  }
+  std::sort(gaps.begin(), gaps.end());
+  // Run of consecutive windows by its ends: left[e] = first window of the run ending at e, etc.
+  std::vector<size_t> left(g), right(g);
+  for (size_t q = 0; q < g; ++q) left[q] = right[q] = q;
+  const int64_t P = c.index.period();
+  size_t made = 0;
+  for (const auto& gp : gaps) {
+    if (made >= c.cfg.merged_windows) break;
+    const size_t a = left[gp.second], b = right[gp.second + 1];
+    right[a] = b;
+    left[b] = a;
+    if (o.cyclic && a == 0 && b == g - 1) continue;
+    const Window& first = (*out)[fine[a]];
+    const Window& last = (*out)[fine[b]];
+    Window w = first;
+    w.last_use = last.last_use;
+    w.evict = last.evict;
+    w.occ_end = last.occ_end;
+    if (o.cyclic) w.occ_end = std::min<int64_t>(w.occ_end, w.start + P);
+    w.access_value = 0;
+    for (size_t q = a; q <= b; ++q) w.access_value += (*out)[fine[q]].access_value;
+    finish(c, o, w.obj, &w);
+    if (w.benefit > 0) out->push_back(w);  // never selected otherwise
+    ++made;
+  }
+}
+
 void object_windows(const Ctx& c, uint32_t i, std::vector<Window>* out) {
   const ObjectView& o = c.index.object(i);
   const int64_t P = c.index.period();
@@ -153,6 +233,7 @@ void object_windows(const Ctx& c, uint32_t i, std::vector<Window>* out) {
     return v;
   };
   const size_t g = groups.size();
+  std::vector<size_t> fine(g);  // index in *out of group q's window
   for (size_t q = 0; q < g; ++q) {
     Window w;
     w.first_use = off[groups[q].first];
@@ -185,8 +266,20 @@ void object_windows(const Ctx& c, uint32_t i, std::vector<Window>* out) {
     if (!o.cyclic) w.occ_end = w.evict ? std::min<int64_t>(w.occ_end, o.life) : o.life;
     if (o.cyclic) w.occ_end = std::min<int64_t>(w.occ_end, w.start + P);
     finish(c, o, i, &w);
+    fine[q] = out->size();
     out->push_back(w);
+    if (!o.cyclic) add_prefix_alternatives(c, o, off, groups[q].first, groups[q].second, group_value, out);
+    if (!o.cyclic && q == 0 && !w.born_fast) {
+      // Born fast instead of prefetched: a fresh allocation holds nothing worth copying, so a few
+      // more phases of occupancy may be cheaper than a migration; the selection picks one of both.
+      Window b = w;
+      b.start = 0;
+      b.born_fast = true;
+      finish(c, o, i, &b);
+      if (b.benefit > 0) out->push_back(b);
+    }
   }
+  add_merged_windows(c, o, fine, out);
 }
 
 }  // namespace

@@ -16,6 +16,9 @@
 
 namespace sentinel::plan_detail {
 
+// Windows of one object may be alternatives to each other (a group window, its shorter "prefix"
+// windows and the merged runs of several groups, see planner_windows.cc): two windows of one object
+// whose use ranges [first_use, last_use] overlap are never both selected.
 struct Window {
   uint32_t obj = 0;
   int64_t first_use = 0, last_use = 0;  // offsets of the first and last access served

@@ -89,109 +89,76 @@ const char* log_level_name(LogLevel l) noexcept {
   return "?";
 }
 
+namespace {
+
+// Reads one variable at a time into a Config; the first invalid value stops parsing with one message.
+class Parser {
+ public:
+  Parser(EnvLookup lookup, void* ctx, char* error, size_t cap) : lookup_(lookup), ctx_(ctx), error_(error), cap_(cap) {}
+  bool ok() const { return ok_; }
+
+  template <typename Entry, size_t N, typename T, typename Get>
+  void choice(const char* var, const Entry (&table)[N], const char* accepted, T* out, Get get) {
+    const char* v = value(var);
+    if (v == nullptr) return;
+    for (const Entry& e : table) {
+      if (str_equal(v, e.name)) {
+        *out = get(e);
+        return;
+      }
+    }
+    fail(var, v, accepted);
+  }
+  void path(const char* var, char* dst, size_t dst_cap) {
+    const char* v = value(var);
+    if (v != nullptr && !copy_path(v, dst, dst_cap)) fail(var, v, "a non-empty file path shorter than 512 bytes");
+  }
+  // An integer in [lo, hi]; with bytes, K/M/G/T suffixes are accepted.
+  template <typename T>
+  void number(const char* var, bool bytes, uint64_t lo, uint64_t hi, const char* accepted, T* out) {
+    const char* v = value(var);
+    if (v == nullptr) return;
+    uint64_t n;
+    if (!(bytes ? parse_bytes(v, &n) : parse_uint(v, &n)) || n < lo || n > hi) return fail(var, v, accepted);
+    *out = static_cast<T>(n);
+  }
+
+ private:
+  const char* value(const char* var) { return ok_ ? lookup_(var, ctx_) : nullptr; }
+  void fail(const char* var, const char* value, const char* accepted) {
+    invalid(error_, cap_, var, value, accepted);
+    ok_ = false;
+  }
+  EnvLookup lookup_;
+  void* ctx_;
+  char* error_;
+  size_t cap_;
+  bool ok_ = true;
+};
+
+}  // namespace
+
 bool parse_config(EnvLookup lookup, void* ctx, Config* out, char* error, size_t cap) noexcept {
   Config c;
-  if (const char* v = lookup("SENTINEL_MODE", ctx)) {
-    bool found = false;
-    for (const auto& e : kModes) {
-      if (str_equal(v, e.name)) {
-        c.mode = e.mode;
-        found = true;
-      }
-    }
-    if (!found) return invalid(error, cap, "SENTINEL_MODE", v, kModeChoices), false;
-  }
-  if (const char* v = lookup("SENTINEL_MIN_OBJECT", ctx)) {
-    uint64_t bytes;
-    if (!parse_bytes(v, &bytes) || bytes < 4096 || bytes > (1ull << 30)) {
-      return invalid(error, cap, "SENTINEL_MIN_OBJECT", v,
-                     "a byte count from 4096 to 1G, with optional K/M/G suffix (e.g. 64K)"),
-             false;
-    }
-    c.min_object = bytes;
-  }
-  if (const char* v = lookup("SENTINEL_LOG", ctx)) {
-    bool found = false;
-    for (const auto& e : kLevels) {
-      if (str_equal(v, e.name)) {
-        c.log_level = e.level;
-        found = true;
-      }
-    }
-    if (!found) {
-      return invalid(error, cap, "SENTINEL_LOG", v, "trace, debug, info, warn, error, off"), false;
-    }
-  }
-  if (const char* v = lookup("SENTINEL_LOG_FILE", ctx)) {
-    if (!copy_path(v, c.log_file, sizeof c.log_file)) {
-      return invalid(error, cap, "SENTINEL_LOG_FILE", v, "a non-empty file path shorter than 512 bytes"),
-             false;
-    }
-  }
-  if (const char* v = lookup("SENTINEL_STATS", ctx)) {
-    if (!copy_path(v, c.stats_path, sizeof c.stats_path)) {
-      return invalid(error, cap, "SENTINEL_STATS", v, "a non-empty file path shorter than 512 bytes"),
-             false;
-    }
-  }
-  if (const char* v = lookup("SENTINEL_TRACE", ctx)) {
-    if (!copy_path(v, c.trace_path, sizeof c.trace_path)) {
-      return invalid(error, cap, "SENTINEL_TRACE", v, "a non-empty file path shorter than 512 bytes"),
-             false;
-    }
-  }
-  if (const char* v = lookup("SENTINEL_STACK_DEPTH", ctx)) {
-    uint64_t depth;
-    if (!parse_uint(v, &depth) || depth < 1 || depth > 32) {
-      return invalid(error, cap, "SENTINEL_STACK_DEPTH", v, "an integer from 1 to 32"), false;
-    }
-    c.stack_depth = static_cast<uint32_t>(depth);
-  }
-  if (const char* v = lookup("SENTINEL_RESERVE", ctx)) {
-    uint64_t bytes;
-    if (!parse_bytes(v, &bytes) || bytes < (64ull << 20) || bytes > (64ull << 40)) {
-      return invalid(error, cap, "SENTINEL_RESERVE", v, "a byte count from 64M to 64T (e.g. 256G)"),
-             false;
-    }
-    c.reserve_bytes = bytes;
-  }
-  if (const char* v = lookup("SENTINEL_SAMPLER", ctx)) {
-    bool found = false;
-    for (const auto& e : kSamplers) {
-      if (str_equal(v, e.name)) {
-        c.sampler = e.setting;
-        found = true;
-      }
-    }
-    if (!found) return invalid(error, cap, "SENTINEL_SAMPLER", v, "auto, pebs, ibs, software, none"), false;
-  }
-  if (const char* v = lookup("SENTINEL_WARMUP_STEPS", ctx)) {
-    uint64_t n;
-    if (!parse_uint(v, &n) || n > 100000) {
-      return invalid(error, cap, "SENTINEL_WARMUP_STEPS", v, "an integer from 0 to 100000"), false;
-    }
-    c.warmup_steps = static_cast<uint32_t>(n);
-  }
-  if (const char* v = lookup("SENTINEL_PROFILE_STEPS", ctx)) {
-    uint64_t n;
-    if (!parse_uint(v, &n) || n < 1 || n > 100) {
-      return invalid(error, cap, "SENTINEL_PROFILE_STEPS", v, "an integer from 1 to 100"), false;
-    }
-    c.profile_steps = static_cast<uint32_t>(n);
-  }
-  if (const char* v = lookup("SENTINEL_PROFILE_OUT", ctx)) {
-    if (!copy_path(v, c.profile_out, sizeof c.profile_out)) {
-      return invalid(error, cap, "SENTINEL_PROFILE_OUT", v, "a non-empty file path shorter than 512 bytes"),
-             false;
-    }
-  }
-  if (const char* v = lookup("SENTINEL_SAMPLE_PERIOD", ctx)) {
-    uint64_t n;
-    if (!parse_uint(v, &n) || n < 100 || n > 100000000) {
-      return invalid(error, cap, "SENTINEL_SAMPLE_PERIOD", v, "an integer from 100 to 100000000"), false;
-    }
-    c.sample_period = n;
-  }
+  Parser p(lookup, ctx, error, cap);
+  p.choice("SENTINEL_MODE", kModes, kModeChoices, &c.mode, [](const NamedMode& e) { return e.mode; });
+  p.number("SENTINEL_MIN_OBJECT", true, 4096, 1ull << 30,
+           "a byte count from 4096 to 1G, with optional K/M/G suffix (e.g. 64K)", &c.min_object);
+  p.choice("SENTINEL_LOG", kLevels, "trace, debug, info, warn, error, off", &c.log_level,
+           [](const NamedLevel& e) { return e.level; });
+  p.path("SENTINEL_LOG_FILE", c.log_file, sizeof c.log_file);
+  p.path("SENTINEL_STATS", c.stats_path, sizeof c.stats_path);
+  p.path("SENTINEL_TRACE", c.trace_path, sizeof c.trace_path);
+  p.number("SENTINEL_STACK_DEPTH", false, 1, 32, "an integer from 1 to 32", &c.stack_depth);
+  p.number("SENTINEL_RESERVE", true, 64ull << 20, 64ull << 40, "a byte count from 64M to 64T (e.g. 256G)",
+           &c.reserve_bytes);
+  p.choice("SENTINEL_SAMPLER", kSamplers, "auto, pebs, ibs, software, none", &c.sampler,
+           [](const NamedSampler& e) { return e.setting; });
+  p.number("SENTINEL_WARMUP_STEPS", false, 0, 100000, "an integer from 0 to 100000", &c.warmup_steps);
+  p.number("SENTINEL_PROFILE_STEPS", false, 1, 100, "an integer from 1 to 100", &c.profile_steps);
+  p.path("SENTINEL_PROFILE_OUT", c.profile_out, sizeof c.profile_out);
+  p.number("SENTINEL_SAMPLE_PERIOD", false, 100, 100000000, "an integer from 100 to 100000000", &c.sample_period);
+  if (!p.ok()) return false;
   *out = c;
   return true;
 }

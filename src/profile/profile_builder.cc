@@ -9,6 +9,18 @@ namespace sentinel {
 ProfileBuilder::ProfileBuilder(uint32_t period, uint32_t profiled_steps)
     : period_(period), steps_(profiled_steps), phase_ns_(period, 0) {}
 
+ObjectProfile ProfileBuilder::new_object(uint64_t tag, uint64_t site, uint32_t occurrence, uint64_t size,
+                                         uint32_t birth_phase) const {
+  ObjectProfile o;
+  o.tag = tag;
+  o.site = site;
+  o.occurrence = occurrence;
+  o.size = size;
+  o.birth_phase = birth_phase;
+  o.death_phase = period_ - 1;
+  return o;
+}
+
 uint64_t ProfileBuilder::derived_tag(uint64_t tag) { return mix64(tag ^ 0x5e17e1ull); }
 
 ProfileBuilder::Accum& ProfileBuilder::accum_for(uint64_t tag) {
@@ -21,14 +33,8 @@ void ProfileBuilder::add_persistent(uint64_t key, uint64_t tag, uint64_t site, u
                                     uint64_t size) {
   Accum& a = accum_for(tag);
   if (a.instances == 0) {
-    a.object = ObjectProfile{};
-    a.object.tag = tag;
-    a.object.site = site;
-    a.object.occurrence = occurrence;
-    a.object.size = size;
+    a.object = new_object(tag, site, occurrence, size, 0);
     a.object.persistent = true;
-    a.object.birth_phase = 0;
-    a.object.death_phase = period_ - 1;
     a.instances = steps_;
   }
   live_[key] = Instance{tag, true, 0};
@@ -62,13 +68,7 @@ void ProfileBuilder::on_alloc(uint64_t key, uint64_t tag, uint64_t site, uint32_
   Accum& a = accum_for(tag);
   if (base_tag != 0) a.base_tag = base_tag;
   if (a.instances == 0 || (!a.object.persistent && a.object.size == 0)) {
-    a.object = ObjectProfile{};
-    a.object.tag = tag;
-    a.object.site = site;
-    a.object.occurrence = occurrence;
-    a.object.size = size;
-    a.object.birth_phase = event;
-    a.object.death_phase = period_ - 1;  // until a free says otherwise
+    a.object = new_object(tag, site, occurrence, size, event);  // alive to the step end until freed
   }
   if (!a.object.persistent) {
     ++a.instances;

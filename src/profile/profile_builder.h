@@ -69,6 +69,8 @@ class ProfileBuilder {
     std::unordered_map<uint32_t, PhaseAccess> by_phase;
   };
   Accum& accum_for(uint64_t tag);
+  ObjectProfile new_object(uint64_t tag, uint64_t site, uint32_t occurrence, uint64_t size,
+                           uint32_t birth_phase) const;
 
   uint32_t period_;
   uint32_t steps_;

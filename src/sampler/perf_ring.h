@@ -47,6 +47,18 @@ struct RingStats {
   uint64_t other = 0;        // other record types, skipped
   uint64_t corrupt = 0;      // malformed records or ring states; see the header comment
   uint64_t bytes = 0;        // bytes consumed
+
+  RingStats& operator+=(const RingStats& o) {
+    samples += o.samples;
+    lost += o.lost;
+    lost_records += o.lost_records;
+    throttle += o.throttle;
+    unthrottle += o.unthrottle;
+    other += o.other;
+    corrupt += o.corrupt;
+    bytes += o.bytes;
+    return *this;
+  }
 };
 
 // The sample_type bits the decoder understands. Others (READ, CALLCHAIN, BRANCH_STACK, REGS, ...)

@@ -174,15 +174,7 @@ ProbeResult PmuSampler::open_ring(pid_t tid, std::unique_ptr<Ring>* out) {
 }
 
 void PmuSampler::close_ring(Ring& r) {
-  const RingStats& s = r.reader.stats();
-  closed_stats_.samples += s.samples;
-  closed_stats_.lost += s.lost;
-  closed_stats_.lost_records += s.lost_records;
-  closed_stats_.throttle += s.throttle;
-  closed_stats_.unthrottle += s.unthrottle;
-  closed_stats_.other += s.other;
-  closed_stats_.corrupt += s.corrupt;
-  closed_stats_.bytes += s.bytes;
+  closed_stats_ += r.reader.stats();
   if (r.map != nullptr) munmap(r.map, r.map_len);
   if (r.fd >= 0) close(r.fd);
   r.map = nullptr;
@@ -285,17 +277,7 @@ size_t PmuSampler::threads() const {
 RingStats PmuSampler::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   RingStats t = closed_stats_;
-  for (const auto& r : rings_) {
-    const RingStats& s = r->reader.stats();
-    t.samples += s.samples;
-    t.lost += s.lost;
-    t.lost_records += s.lost_records;
-    t.throttle += s.throttle;
-    t.unthrottle += s.unthrottle;
-    t.other += s.other;
-    t.corrupt += s.corrupt;
-    t.bytes += s.bytes;
-  }
+  for (const auto& r : rings_) t += r->reader.stats();
   return t;
 }
 

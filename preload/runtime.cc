@@ -18,7 +18,10 @@ namespace {
 // the compiler turned it into a jump, the exported symbol) are skipped by address: the call-site hasher
 // skips every innermost frame inside libsentinel.so (set up in initialise()).
 constexpr uint32_t kOwnFrames = 0;
-constexpr uint64_t kMinCacheBytes = 64ull << 20;
+// Freed extents kept resident for reuse, at least: programs that cycle through many sizes (each size
+// class has its own cache) would otherwise return and re-fault memory at every turn. Measured with
+// bench/preload (large_touch: 2.35x glibc's time with 64 MiB, 0.07x with 256 MiB).
+constexpr uint64_t kMinCacheBytes = 256ull << 20;
 
 thread_local int t_inside __attribute__((tls_model("initial-exec"))) = 0;
 

@@ -25,7 +25,10 @@ struct OptionToEnv {
 
 // Values are checked by the runtime itself, which names the variable and the accepted values.
 constexpr OptionToEnv kOptions[] = {
-    {"--mode", "SENTINEL_MODE", "passthrough | track (default track)"},
+    {"--mode", "SENTINEL_MODE", "passthrough | track | profile (default track)"},
+    {"--fast-budget", "SENTINEL_FAST_BUDGET", "bytes (K/M/G) or % of peak object bytes kept on the fast node"},
+    {"--fast-node", "SENTINEL_FAST_NODE", "override the detected fast node"},
+    {"--slow-node", "SENTINEL_SLOW_NODE", "override the detected slow node"},
     {"--min-object", "SENTINEL_MIN_OBJECT", "smallest allocation tracked as an object (default 64K)"},
     {"--log", "SENTINEL_LOG", "trace | debug | info | warn | error | off (default warn)"},
     {"--log-file", "SENTINEL_LOG_FILE", "write the log there instead of stderr"},

@@ -82,26 +82,25 @@ __attribute__((noinline)) void* alloc_object(size_t size, size_t align, bool* ze
     s.counters.heap_full_fallbacks.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
-  {
-    ObjectRecord& rb = s.heap.record(slot);
-    if (s.placer.enabled() && rb.bound_node_plus1 != d.node + 1) {
-      std::string_view why;
-      void* start = reinterpret_cast<void*>(rb.start);
-      const bool ok = rb.bound_node_plus1 == 0 ? s.placer.bind(start, rb.extent_bytes, d, &why)
-                                               : s.placer.rebind(start, rb.extent_bytes, d, &why);
-      if (ok && rb.bound_node_plus1 != 0) fresh_zero = true;
-      if (ok) rb.bound_node_plus1 = static_cast<uint16_t>(d.node + 1);
-    }
+  ObjectRecord& r = s.heap.record(slot);
+  if (s.placer.enabled() && r.bound_node_plus1 != d.node + 1) {
+    std::string_view why;
+    void* start = reinterpret_cast<void*>(r.start);
+    const bool ok = r.bound_node_plus1 == 0 ? s.placer.bind(start, r.extent_bytes, d, &why)
+                                            : s.placer.rebind(start, r.extent_bytes, d, &why);
+    if (ok && r.bound_node_plus1 != 0) fresh_zero = true;
+    if (ok) r.bound_node_plus1 = static_cast<uint16_t>(d.node + 1);
   }
   if (zeroed != nullptr) *zeroed = fresh_zero;
   const uint64_t site = s.sites.capture(s.config.stack_depth, kOwnFrames);
   const uint64_t live_objects = s.counters.live_objects.load(std::memory_order_relaxed);
   const uint64_t live_bytes = s.counters.live_bytes.load(std::memory_order_relaxed);
 
-  const uint32_t generation = s.heap.record(slot).generation;
+  const uint64_t birth_ns = now_ns();
   const bool report_event = s.events_enabled.load(std::memory_order_relaxed);
   bool pushed = false;
   uint32_t occurrence, event;
+  uint64_t tag;
   int64_t step;
   bool announce = false;
   uint32_t period = 0;
@@ -114,12 +113,13 @@ __attribute__((noinline)) void* alloc_object(size_t size, size_t align, bool* ze
       s.placer.update_peak(s.counters.peak_live_bytes.load(std::memory_order_relaxed));
     }
     occurrence = s.occurrences.next(site);
+    tag = make_tag(site, occurrence);
     step = s.detector.step_index();
     event = s.detector.event_in_step();
     if (report_event) {
-      pushed = s.events.push(ObjectEvent{ObjectEventKind::kAlloc, slot, generation, occurrence, event,
-                                         s.detector.period(), step, s.detector.relocks(),
-                                         make_tag(site, occurrence), site, size, now_ns(), live_bytes + size});
+      pushed = s.events.push(ObjectEvent{ObjectEventKind::kAlloc, slot, r.generation, occurrence, event,
+                                         s.detector.period(), step, s.detector.relocks(), tag, site, size,
+                                         birth_ns, live_bytes + size});
     }
     if (s.detector.locked() != s.announced_period || s.detector.relocks() != s.announced_relocks) {
       s.announced_period = s.detector.locked();
@@ -131,14 +131,13 @@ __attribute__((noinline)) void* alloc_object(size_t size, size_t align, bool* ze
     }
   }
 
-  ObjectRecord& r = s.heap.record(slot);
   r.size = size;
   r.site = site;
   r.occurrence = occurrence;
-  r.tag = make_tag(site, occurrence);
+  r.tag = tag;
   r.birth_step = step;
   r.birth_event = event;
-  r.birth_ns = now_ns();
+  r.birth_ns = birth_ns;
 
   s.counters.objects_tracked.fetch_add(1, std::memory_order_relaxed);
   s.counters.bytes_tracked.fetch_add(size, std::memory_order_relaxed);

@@ -3,6 +3,7 @@
 
 #include "migration.h"
 #include "runtime_state.h"
+#include "vocabulary.h"
 
 using sentinel::SpinGuard;
 using sentinel::rt::g_state;
@@ -26,7 +27,7 @@ __attribute__((visibility("default"))) int sentinel_object_node(const void* p) {
 }
 
 __attribute__((visibility("default"))) uint64_t sentinel_move_object(const void* p, int node) {
-  return sentinel::rt::migration_move(p, node, sentinel::migrate::Priority::kPrefetch).value;
+  return sentinel::rt::migration_move(p, node, sentinel::rt::kMovePriority).value;
 }
 
 __attribute__((visibility("default"))) int sentinel_wait_move(uint64_t ticket, int timeout_ms) {

@@ -11,13 +11,14 @@
 #include "core/text_buf.h"
 #include "logging.h"
 #include "migration.h"
-#include "migrate/futex.h"
+#include "manager.h"
 #include "profiler.h"
 #include "real_malloc.h"
 #include "runtime.h"
 #include "runtime_state.h"
 #include "core/env.h"
 #include "topo/topology.h"
+#include "service.h"
 #include "stats_json.h"
 
 namespace sentinel::rt {
@@ -31,35 +32,6 @@ uint64_t now_ns() noexcept {
 }
 
 namespace {
-
-std::atomic<bool> g_service_running{false};
-
-// Writes out what the allocation path queued for the log. Later issues give it more to do.
-void* service_main(void*) {
-  mark_thread_internal();
-  while (g_service_running.load(std::memory_order_relaxed)) {
-    const uint32_t seen = g_state.service_wake.load(std::memory_order_acquire);
-    profiler_tick();
-    flush_deferred();
-    migrate::futex_wait(&g_state.service_wake, seen, std::chrono::milliseconds(100));
-  }
-  return nullptr;
-}
-
-void start_service_thread() noexcept {
-  // Signals stay with the program's threads: the service thread blocks all of them.
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  pthread_t thread;
-  g_service_running.store(true, std::memory_order_relaxed);
-  if (pthread_create(&thread, nullptr, service_main, nullptr) == 0) {
-    pthread_detach(thread);
-  } else {
-    g_service_running.store(false, std::memory_order_relaxed);
-  }
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
-}
 
 void fork_prepare() {
   g_state.clock_lock.lock();
@@ -82,9 +54,10 @@ void fork_child() {
   g_state.sites.fork_child();
   g_state.heap.reset_after_fork_child();
   g_state.clock_lock.reset_after_fork();
-  g_service_running.store(false, std::memory_order_relaxed);
-  // Nobody consumes object events in the child: stop producing them.
+  service_fork_child();
+  // Nobody consumes object events in the child: stop producing them, and no plan is followed there.
   g_state.events_enabled.store(false, std::memory_order_relaxed);
+  g_state.births.publish(nullptr);
   profiler_fork_child();
   migration_fork_child();
 }
@@ -98,21 +71,15 @@ void report_config_error(const char* message) {
 
 // Finds the fast and slow nodes and sets up the budget placer. With one memory node there is nothing
 // to place: said once, and objects are allocated as before. Returns false (after one line on stderr)
-// for an invalid SENTINEL_FAST_BUDGET, SENTINEL_FAST_NODE or SENTINEL_SLOW_NODE.
-bool configure_placement() {
+// when SENTINEL_FAST_NODE or SENTINEL_SLOW_NODE name a node that cannot be used.
+bool configure_placement(bool* tiered) {
   place::PlacerConfig pc;
   std::string_view why;
-  const char* budget = env_get("SENTINEL_FAST_BUDGET");
-  if (budget != nullptr && !place::parse_fast_budget(budget, &pc.budget, &why)) {
-    const std::string line = std::string("sentinel: invalid SENTINEL_FAST_BUDGET='") + budget +
-                             "': accepted a byte count with optional K/M/G suffix (e.g. 512M) or a percentage of "
-                             "the peak object bytes (e.g. 20%); running as a pass-through allocator";
-    report_config_error(line.c_str());
-    return false;
-  }
+  pc.budget = g_state.config.fast_budget;
+  const bool budget_set = pc.budget.kind != BudgetKind::kUnlimited;
   topo::Topology topology;
   std::string error;
-  if (!topo::detect_topology(topo::options_from_env(), &topology, &error)) {
+  if (!topo::detect_topology(topo::options_from_config(g_state.config), &topology, &error)) {
     report_config_error(("sentinel: " + error + "; running as a pass-through allocator").c_str());
     return false;
   }
@@ -126,9 +93,10 @@ bool configure_placement() {
   TextBuf reason(g_state.topology, sizeof g_state.topology);
   reason.put(topology.reason.c_str());
   migration_init(topology.fast_node, pc.slow_node);
-  if (!topology.tiered() && budget != nullptr) {
+  if (!topology.tiered() && budget_set) {
     log_write(LogLevel::kWarn, "SENTINEL_FAST_BUDGET is set but there is a single memory node: no placement");
   }
+  *tiered = topology.tiered();
   return true;
 }
 
@@ -164,16 +132,23 @@ void initialise() noexcept {
     g_state.phase.store(Phase::kPassthrough, std::memory_order_release);
     return;
   }
-  if (!configure_placement()) {
+  bool tiered = false;
+  if (!configure_placement(&tiered)) {
+    g_state.phase.store(Phase::kPassthrough, std::memory_order_release);
+    return;
+  }
+  if (config.mode == Mode::kManaged && !manager_configure(tiered, message, sizeof message)) {
+    report_config_error(message);
     g_state.phase.store(Phase::kPassthrough, std::memory_order_release);
     return;
   }
   pthread_atfork(fork_prepare, fork_parent, fork_child);
-  if (config.mode == Mode::kProfile) {
+  config.mode = g_state.config.mode;  // managed mode on a single node runs as track mode
+  if (config.mode == Mode::kProfile || config.mode == Mode::kManaged) {
     profiler_init();
     g_state.events_enabled.store(true, std::memory_order_release);
   }
-  start_service_thread();
+  service_start();
   g_state.phase.store(Phase::kActive, std::memory_order_release);
   g_state.threshold.store(config.min_object, std::memory_order_release);
 
@@ -191,7 +166,11 @@ void at_exit() noexcept {
     g_state.detector.finish();
   }
   const bool original_process = getpid() == g_state.init_pid;
-  if (original_process && g_state.config.mode == Mode::kProfile) profiler_at_exit();
+  if (original_process && g_state.events_enabled.load(std::memory_order_acquire)) {
+    service_drain();
+    profiler_at_exit();
+    manager_at_exit();
+  }
   flush_deferred();
   if (original_process && g_state.config.stats_path[0] != '\0') {
     if (!write_stats_json(g_state.config.stats_path)) {

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "logging.h"
+#include "manager.h"
 #include "runtime_state.h"
 
 namespace sentinel::rt {
@@ -34,6 +35,7 @@ class RuntimeOwner final : public migrate::Owner {
       r.pool = r.move_to_pool;
       r.bound_node_plus1 = static_cast<uint16_t>(result.target_node + 1);
     }
+    manager_on_move_finished(slot, r.generation, r.move_to_pool, moved);
     const uint8_t before = r.move_flags.fetch_and(static_cast<uint8_t>(~kMoving), std::memory_order_acq_rel);
     if (before & kFreed) {
       // free() left the extent to us: hand it back to the heap now that no page is in flight.
@@ -68,14 +70,19 @@ void migration_init(int fast_node, int slow_node) noexcept {
 bool migration_enabled() noexcept { return g_usable.load(std::memory_order_acquire); }
 
 migrate::Ticket migration_move(const void* p, int node, migrate::Priority priority) noexcept {
-  migrate::Engine* engine = g_engine.load(std::memory_order_acquire);
-  if (engine == nullptr || !g_usable.load(std::memory_order_acquire)) return {};
   const uint32_t slot = g_state.heap.slot_of(p);
   if (slot == kNoSlot) return {};
-  ObjectRecord& r = g_state.heap.record(slot);
-  if (r.state.load(std::memory_order_acquire) != ExtentState::kLive) return {};
   if (node != g_state.placer.fast_node() && node != g_state.placer.slow_node()) return {};
-  const uint8_t to = pool_of_node(node);
+  return migration_move_slot(slot, g_state.heap.record(slot).generation, pool_of_node(node), priority);
+}
+
+migrate::Ticket migration_move_slot(uint32_t slot, uint32_t generation, uint8_t to, migrate::Priority priority) noexcept {
+  migrate::Engine* engine = g_engine.load(std::memory_order_acquire);
+  if (engine == nullptr || !g_usable.load(std::memory_order_acquire)) return {};
+  ObjectRecord& r = g_state.heap.record(slot);
+  if (r.state.load(std::memory_order_acquire) != ExtentState::kLive || r.generation != generation) return {};
+  const int node = g_state.placer.node_of_pool(to);
+  if (node < 0) return {};
   uint8_t expected = 0;
   if (to == r.pool || !r.move_flags.compare_exchange_strong(expected, kMoving, std::memory_order_acq_rel)) {
     return {};  // already there, or a move of this object is in flight

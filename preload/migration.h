@@ -26,6 +26,9 @@ bool migration_enabled() noexcept;
 // Queues a move of the live object that starts at p. Returns an invalid ticket when refused: not an
 // object, a single memory node, no room in the fast budget, or a full queue.
 migrate::Ticket migration_move(const void* p, int node, migrate::Priority priority) noexcept;
+// The same for the object in `slot` if it still holds life `generation`, to heap pool `to_pool`.
+migrate::Ticket migration_move_slot(uint32_t slot, uint32_t generation, uint8_t to_pool,
+                                    migrate::Priority priority) noexcept;
 migrate::State migration_wait(migrate::Ticket t, std::chrono::nanoseconds timeout) noexcept;
 
 // From free(), after the object is marked freed: true when the engine will recycle the extent.

@@ -15,6 +15,7 @@
 #include "profile/profile_builder.h"
 #include "profile/profile_io.h"
 #include "runtime_state.h"
+#include "service.h"
 #include "sampler/pmu_sampler.h"
 #include "sampler/software_sampler.h"
 
@@ -35,23 +36,12 @@ const char* state_name(ProfState s) {
   return "?";
 }
 
-struct LiveObject {
-  uint64_t tag;
-  uint64_t site;
-  uint32_t occurrence;
-  uint64_t size;
-};
-
 struct Armed {
   uint32_t slot;
   uint64_t key;
   uint64_t size;
   uintptr_t start;
 };
-
-inline uint64_t instance_key(uint32_t slot, uint32_t generation) {
-  return (uint64_t{slot} << 32) | generation;
-}
 
 struct Profiler {
   std::mutex mu;  // the service thread's tick against the exit handler
@@ -62,8 +52,11 @@ struct Profiler {
   PmuSampler* pmu = nullptr;
   PmuSamplerOptions pmu_options;
 
-  std::unordered_map<uint64_t, LiveObject> live;
+  bool active = true;  // false: follow nothing, profile nothing (managed mode with a profile in hand)
+  bool restart_requested = false;
   std::unique_ptr<ProfileBuilder> builder;
+  std::shared_ptr<const StepProfile> latest;  // the last profile completed
+  uint64_t completed = 0;
   uint64_t relocks_seen = ~uint64_t{0};
   int64_t structure_first_step = -1;
   int64_t first_step = -1;
@@ -165,10 +158,10 @@ void attach_new_threads(Profiler& p, uint64_t now) {
 }
 
 // Arms the sampler for the phase that begins, over the objects alive now.
-void arm(Profiler& p, uint32_t step_rel, uint32_t phase) {
+void arm(Profiler& p, const LiveObjects& live, uint32_t step_rel, uint32_t phase) {
   if (p.kind == SamplerKind::kPebs || p.kind == SamplerKind::kIbs) attach_new_threads(p, now_ns());
   p.armed.clear();
-  for (const auto& [key, o] : p.live) {
+  for (const auto& [key, o] : live) {
     const uint32_t slot = static_cast<uint32_t>(key >> 32);
     const ObjectRecord& r = g_state.heap.record(slot);
     // Skip objects freed since the event we are processing: their extent may already be reused.
@@ -239,40 +232,48 @@ bool start_sampling(Profiler& p) {
   return true;
 }
 
-void write_profile(Profiler& p) {
+// The profile is complete: kept for the manager, and written out where the configuration asks for a file.
+void finish_profile(Profiler& p) {
   if (!p.builder) return;
-  const StepProfile profile =
+  auto profile = std::make_shared<StepProfile>(
       p.builder->build(sampler_kind_name(p.kind), p.kind == SamplerKind::kSoftware ? 1 : p.pmu_options.sample_period,
-                       program_command_line());
+                       program_command_line()));
+  p.profiled_steps = profile->profiled_steps;
+  p.latest = profile;
+  ++p.completed;
+  log_write(LogLevel::kInfo, ("profile complete: " + std::to_string(profile->objects.size()) + " objects, period " +
+                              std::to_string(profile->period) + " events, " +
+                              std::to_string(profile->profiled_steps) + " step(s)")
+                                 .c_str());
+  if (!g_state.config.write_profile()) return;
   std::string error;
-  if (!write_profile_file(g_state.config.profile_out, profile, &error)) {
+  if (!write_profile_file(g_state.config.profile_out, *profile, &error)) {
     log_write(LogLevel::kError, ("cannot write the profile: " + error).c_str());
     return;
   }
   ++p.profiles_written;
-  p.profiled_steps = profile.profiled_steps;
-  log_write(LogLevel::kInfo, ("profile written to " + std::string(g_state.config.profile_out) + ": " +
-                              std::to_string(profile.objects.size()) + " objects, period " +
-                              std::to_string(profile.period) + " events, " +
-                              std::to_string(profile.profiled_steps) + " step(s)")
-                                 .c_str());
+  log_write(LogLevel::kInfo, ("profile written to " + std::string(g_state.config.profile_out)).c_str());
 }
 
-void restart(Profiler& p) {
+void restart(Profiler& p, const char* why) {
   stop_sampling(p);
   p.builder.reset();
   p.first_step = -1;
   p.structure_first_step = -1;
   p.state = ProfState::kWaiting;
   ++p.restarts;
-  log_write(LogLevel::kInfo, "the step structure changed: profiling starts over");
+  log_write(LogLevel::kInfo, (std::string(why) + ": profiling starts over").c_str());
 }
 
-void begin_profile(Profiler& p, const ObjectEvent& e) {
+void begin_profile(Profiler& p, const LiveObjects& live, const ObjectEvent& e) {
   p.period = e.period;
   p.first_step = e.step;
   p.builder = std::make_unique<ProfileBuilder>(e.period, g_state.config.profile_steps);
-  for (const auto& [key, o] : p.live) p.builder->add_persistent(key, o.tag, o.site, o.occurrence, o.size);
+  // Alive before the step's first allocation: persistent (the object born at this event is not).
+  const uint64_t born_now = instance_key(e.slot, e.generation);
+  for (const auto& [key, o] : live) {
+    if (key != born_now) p.builder->add_persistent(key, o.tag, o.site, o.occurrence, o.size);
+  }
   // The step that just ended ran without sampling: its phase times are the program's own.
   p.builder->set_unsampled_phase_ns(p.phase_forecast_ns);
   p.state = ProfState::kProfiling;
@@ -304,19 +305,25 @@ bool rearm_now(const Profiler& p, uint32_t phase, uint64_t now) {
   return forecast >= 3 * p.arm_cost_ns || now - p.last_arm_ns >= 5 * p.arm_cost_ns;
 }
 
-void on_alloc(Profiler& p, const ObjectEvent& e) {
+void on_alloc(Profiler& p, const LiveObjects& live, const ObjectEvent& e) {
   const uint64_t key = instance_key(e.slot, e.generation);
   update_forecast(p, e);
   if (e.relocks != p.relocks_seen) {
-    if (p.relocks_seen != ~uint64_t{0} && p.state != ProfState::kWaiting) restart(p);
+    if (p.relocks_seen != ~uint64_t{0} && p.state != ProfState::kWaiting) restart(p, "the step structure changed");
     p.relocks_seen = e.relocks;
+    p.structure_first_step = -1;
+  }
+  if (p.restart_requested) {
+    p.restart_requested = false;
+    if (p.state != ProfState::kWaiting) restart(p, "the manager asked for a new profile");
     p.structure_first_step = -1;
   }
   if (p.state == ProfState::kWaiting && e.step >= 0 && e.event == 0 && e.period > 0) {
     if (p.structure_first_step < 0) p.structure_first_step = e.step;
-    if (e.step - p.structure_first_step >= static_cast<int64_t>(g_state.config.warmup_steps)) begin_profile(p, e);
+    if (e.step - p.structure_first_step >= static_cast<int64_t>(g_state.config.warmup_steps)) {
+      begin_profile(p, live, e);
+    }
   }
-  p.live[key] = LiveObject{e.tag, e.site, e.occurrence, e.size};
   if (p.state != ProfState::kProfiling && p.state != ProfState::kTail) return;
 
   const int64_t rel = e.step - p.first_step;
@@ -328,7 +335,7 @@ void on_alloc(Profiler& p, const ObjectEvent& e) {
     p.state = ProfState::kTail;
   }
   if (p.state == ProfState::kTail && rel > steps) {
-    write_profile(p);
+    finish_profile(p);
     p.state = ProfState::kDone;
     return;
   }
@@ -338,27 +345,15 @@ void on_alloc(Profiler& p, const ObjectEvent& e) {
   const uint64_t now = now_ns();
   if (!rearm_now(p, e.event, now)) return;
   harvest(p);
-  arm(p, static_cast<uint32_t>(rel), e.event);
+  arm(p, live, static_cast<uint32_t>(rel), e.event);
   p.last_arm_ns = now;
   p.arm_cost_ns = now_ns() - now;
 }
 
 void on_free(Profiler& p, const ObjectEvent& e) {
   const uint64_t key = instance_key(e.slot, e.generation);
-  p.live.erase(key);
   if ((p.state == ProfState::kProfiling || p.state == ProfState::kTail) && p.builder && e.step >= p.first_step) {
     p.builder->on_free(key, static_cast<uint32_t>(e.step - p.first_step), e.event, e.live_bytes);
-  }
-}
-
-void drain_events(Profiler& p) {
-  ObjectEvent e;
-  while (g_state.events.pop(&e)) {
-    if (e.kind == ObjectEventKind::kAlloc) {
-      on_alloc(p, e);
-    } else {
-      on_free(p, e);
-    }
   }
 }
 
@@ -389,14 +384,50 @@ void profiler_init() noexcept {
   }
 }
 
-void profiler_tick() noexcept {
+void profiler_on_event(const ObjectEvent& e, const LiveObjects& live) noexcept {
   if (g_profiler == nullptr) return;
   try {
     std::lock_guard<std::mutex> lock(g_profiler->mu);
-    drain_events(*g_profiler);
+    Profiler& p = *g_profiler;
+    if (!p.active) return;
+    if (e.kind == ObjectEventKind::kAlloc) {
+      on_alloc(p, live, e);
+    } else if (e.kind == ObjectEventKind::kFree) {
+      on_free(p, e);
+    }
   } catch (...) {
     // Out of memory in the service thread: profiling is lost, the program is not.
   }
+}
+
+void profiler_set_active(bool active) noexcept {
+  if (g_profiler == nullptr) return;
+  std::lock_guard<std::mutex> lock(g_profiler->mu);
+  Profiler& p = *g_profiler;
+  if (p.active && !active) {
+    stop_sampling(p);
+    p.builder.reset();
+    p.state = ProfState::kWaiting;
+  }
+  if (!p.active && active) {
+    p.structure_first_step = -1;
+    p.relocks_seen = ~uint64_t{0};
+  }
+  p.active = active;
+}
+
+void profiler_request_profile() noexcept {
+  if (g_profiler == nullptr) return;
+  std::lock_guard<std::mutex> lock(g_profiler->mu);
+  g_profiler->restart_requested = true;
+  g_profiler->active = true;
+}
+
+std::shared_ptr<const StepProfile> profiler_completed(uint64_t* count) noexcept {
+  if (g_profiler == nullptr) return nullptr;
+  std::lock_guard<std::mutex> lock(g_profiler->mu);
+  *count = g_profiler->completed;
+  return g_profiler->latest;
 }
 
 void profiler_on_free(uint32_t slot) noexcept {
@@ -413,11 +444,10 @@ void profiler_at_exit() noexcept {
   try {
     std::lock_guard<std::mutex> lock(g_profiler->mu);
     Profiler& p = *g_profiler;
-    drain_events(p);
     if (p.state == ProfState::kProfiling || p.state == ProfState::kTail) {
       stop_sampling(p);
       p.builder->on_profile_end(now_ns());
-      write_profile(p);
+      finish_profile(p);
       p.state = ProfState::kDone;
     }
   } catch (...) {

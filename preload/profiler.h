@@ -1,30 +1,44 @@
-// SENTINEL_MODE=profile: the service-thread side of profiling.
+// Profiling (SENTINEL_MODE=profile, and managed mode before it has a plan): the service-thread side.
 //
-// The allocation path pushes every object event into g_state.events. The service thread follows them:
-// it keeps the set of live objects, waits until SENTINEL_WARMUP_STEPS steps have passed since the step
+// The allocation path reserves an object event for every allocation and free; the service thread's
+// dispatcher (service.h) hands them to the profiler with the mirror of the live objects. The profiler
+// waits until SENTINEL_WARMUP_STEPS steps have passed since the step
 // structure was last (re)detected, then profiles SENTINEL_PROFILE_STEPS steps: at every allocation
 // event (a phase boundary) it harvests the sampler's counts for the phase that ended and arms the
 // sampler for the phase that begins. After the last profiled step it stops sampling (no protected
-// pages, no perf descriptors left), follows one more step to see when the last objects die, and writes
-// the profile to SENTINEL_PROFILE_OUT. If the step structure changes later (the detector switches to a
+// pages, no perf descriptors left), follows one more step to see when the last objects die, keeps the
+// profile for the manager and writes it to SENTINEL_PROFILE_OUT (profile mode, or when that variable is
+// set). If the step structure changes later (the detector switches to a
 // larger period or re-detects), profiling starts over and the file is rewritten.
 //
 // Phases are observed by the service thread a little after they begin (it is woken with a futex), so
 // accesses in the first microseconds of a phase may count towards the previous one.
 //
-// Thread safety: profiler_tick() runs on the service thread only; profiler_on_free() runs on any
-// program thread; profiler_report() at exit.
+// Thread safety: profiler_on_event() runs on the service thread's dispatcher only; profiler_on_free() runs
+// on any program thread and never blocks; the others may be called from the service thread or at exit.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
+
+#include "core/event_ring.h"
+#include "profile/profile.h"
+#include "service.h"
 
 namespace sentinel::rt {
 
 // Chooses and prepares the sampler (logs the choice and the reason). Called once at initialisation.
 void profiler_init() noexcept;
-// Consumes queued object events and drives profiling. Service thread only.
-void profiler_tick() noexcept;
+// One object event, in step-clock order, with the live objects after an allocation (before a free).
+void profiler_on_event(const ObjectEvent& e, const LiveObjects& live) noexcept;
+// Inactive: the profiler ignores events (and stops sampling). Managed mode starts it inactive when it has
+// a recorded profile.
+void profiler_set_active(bool active) noexcept;
+// Starts profiling over (after the warm-up steps), for the manager when a plan no longer fits the program.
+void profiler_request_profile() noexcept;
+// The last completed profile (nullptr if none) and how many have completed so far.
+std::shared_ptr<const StepProfile> profiler_completed(uint64_t* count) noexcept;
 // Called by free() before the extent of `slot` can be reused: no sampled window may stay protected.
 void profiler_on_free(uint32_t slot) noexcept;
 // True while the software sampler holds the kernel's SIGSEGV disposition (the program's own handler
@@ -32,7 +46,7 @@ void profiler_on_free(uint32_t slot) noexcept;
 bool profiler_owns_sigsegv() noexcept;
 // In a forked child: the service thread (and any lock it held) is gone; sampling must not be touched.
 void profiler_fork_child() noexcept;
-// At exit: writes a profile of the steps profiled so far if none was written yet.
+// At exit, after the last dispatcher pass: completes a profile of the steps profiled so far, if any.
 void profiler_at_exit() noexcept;
 
 struct ProfilerReport {

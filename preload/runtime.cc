@@ -10,6 +10,7 @@
 #include "profiler.h"
 #include "real_malloc.h"
 #include "runtime_state.h"
+#include "vocabulary.h"
 
 namespace sentinel::rt {
 namespace {
@@ -66,20 +67,72 @@ void announce_period(uint32_t period, bool explicit_marks, uint64_t relocks) noe
   g_state.log.push(LogLevel::kInfo, buf);
 }
 
+// What the step clock says about a new object, read under the clock lock.
+struct ClockReading {
+  uint32_t occurrence = 0;
+  uint32_t event = 0;
+  uint32_t period = 0;
+  uint64_t tag = 0;
+  int64_t step = -1;
+  uint64_t relocks = 0;
+  place::Want want = place::Want::kAny;
+  uint64_t ticket = EventRing::kNoTicket;  // reserved object event, filled once the extent exists
+  bool announce = false;
+  bool explicit_marks = false;
+};
+
+// Advances the step clock by one allocation event: the object's tag, its place in the step and, when a
+// plan is in force, the tier the plan wants it born on. Reserves its object event, so events reach the
+// service thread in clock order even though the extent is made after the lock is released.
+ClockReading read_clock(State& s, uint64_t site, uint64_t size) noexcept {
+  ClockReading c;
+  const uint64_t live_objects = s.counters.live_objects.load(std::memory_order_relaxed);
+  const uint64_t live_bytes = s.counters.live_bytes.load(std::memory_order_relaxed);
+  SpinGuard clock(s.clock_lock);
+  if (s.detector.observe(site, static_cast<uint32_t>(live_objects), live_bytes, size)) {
+    s.occurrences.reset();
+    s.placer.update_peak(s.counters.peak_live_bytes.load(std::memory_order_relaxed));
+  }
+  c.occurrence = s.occurrences.next(site);
+  c.tag = make_tag(site, c.occurrence);
+  c.step = s.detector.step_index();
+  c.event = s.detector.event_in_step();
+  c.period = s.detector.period();
+  c.relocks = s.detector.relocks();
+  const manage::BirthDecision birth = s.births.decide(c.step, c.event, c.period, c.tag);
+  c.want = want_of(birth.want);
+  if (birth.deviated_now) s.counters.plan_deviations.fetch_add(1, std::memory_order_relaxed);
+  if (s.events_enabled.load(std::memory_order_relaxed)) c.ticket = s.events.reserve();
+  if (s.detector.locked() != s.announced_period || s.detector.relocks() != s.announced_relocks) {
+    s.announced_period = s.detector.locked();
+    s.announced_relocks = s.detector.relocks();
+    c.announce = s.announced_period;
+    c.explicit_marks = s.detector.explicit_marks();
+  }
+  return c;
+}
+
 // Creates an object for a request already known to be at or above the threshold. Returns nullptr when
 // the heap cannot take it; the caller then uses the system allocator. `reserve` (>= size) asks for an
 // extent with room to grow in place (realloc).
 __attribute__((noinline)) void* alloc_object(size_t size, size_t align, bool* zeroed, size_t reserve = 0) noexcept {
   ReentrancyGuard guard;
   State& s = g_state;
+  const uint64_t site = s.sites.capture(s.config.stack_depth, kOwnFrames);
+  const ClockReading c = read_clock(s, site, size);
+  const uint64_t birth_ns = now_ns();
+  const uint64_t live_bytes = s.counters.live_bytes.load(std::memory_order_relaxed);
+
   bool fresh_zero = false;
   const uint64_t request = reserve > size ? reserve : size;
   const uint64_t extent = place::extent_bytes_for(request);
-  const place::Decision d = s.placer.choose(extent);
+  const place::Decision d = s.placer.choose(extent, c.want);
   const uint32_t slot = s.heap.allocate(request, align, d.pool, &fresh_zero);
   if (slot == kNoSlot) {
     s.placer.release(d.pool, extent);
     s.counters.heap_full_fallbacks.fetch_add(1, std::memory_order_relaxed);
+    s.events.fill(c.ticket, ObjectEvent{ObjectEventKind::kAborted});
+    if (c.ticket != EventRing::kNoTicket) wake_service();
     return nullptr;
   }
   ObjectRecord& r = s.heap.record(slot);
@@ -92,59 +145,24 @@ __attribute__((noinline)) void* alloc_object(size_t size, size_t align, bool* ze
     if (ok) r.bound_node_plus1 = static_cast<uint16_t>(d.node + 1);
   }
   if (zeroed != nullptr) *zeroed = fresh_zero;
-  const uint64_t site = s.sites.capture(s.config.stack_depth, kOwnFrames);
-  const uint64_t live_objects = s.counters.live_objects.load(std::memory_order_relaxed);
-  const uint64_t live_bytes = s.counters.live_bytes.load(std::memory_order_relaxed);
-
-  const uint64_t birth_ns = now_ns();
-  const bool report_event = s.events_enabled.load(std::memory_order_relaxed);
-  bool pushed = false;
-  uint32_t occurrence, event;
-  uint64_t tag;
-  int64_t step;
-  bool announce = false;
-  uint32_t period = 0;
-  bool explicit_marks = false;
-  uint64_t relocks = 0;
-  {
-    SpinGuard clock(s.clock_lock);
-    if (s.detector.observe(site, static_cast<uint32_t>(live_objects), live_bytes, size)) {
-      s.occurrences.reset();
-      s.placer.update_peak(s.counters.peak_live_bytes.load(std::memory_order_relaxed));
-    }
-    occurrence = s.occurrences.next(site);
-    tag = make_tag(site, occurrence);
-    step = s.detector.step_index();
-    event = s.detector.event_in_step();
-    if (report_event) {
-      pushed = s.events.push(ObjectEvent{ObjectEventKind::kAlloc, slot, r.generation, occurrence, event,
-                                         s.detector.period(), step, s.detector.relocks(), tag, site, size,
-                                         birth_ns, live_bytes + size});
-    }
-    if (s.detector.locked() != s.announced_period || s.detector.relocks() != s.announced_relocks) {
-      s.announced_period = s.detector.locked();
-      s.announced_relocks = s.detector.relocks();
-      announce = s.announced_period;
-      period = s.detector.period();
-      explicit_marks = s.detector.explicit_marks();
-      relocks = s.detector.relocks();
-    }
-  }
 
   r.size = size;
   r.site = site;
-  r.occurrence = occurrence;
-  r.tag = tag;
-  r.birth_step = step;
-  r.birth_event = event;
+  r.occurrence = c.occurrence;
+  r.tag = c.tag;
+  r.birth_step = c.step;
+  r.birth_event = c.event;
   r.birth_ns = birth_ns;
+  s.events.fill(c.ticket, ObjectEvent{ObjectEventKind::kAlloc, r.pool, slot, r.generation, c.occurrence, c.event,
+                                      c.period, c.step, c.relocks, c.tag, site, size, r.extent_bytes, birth_ns,
+                                      live_bytes + size});
 
   s.counters.objects_tracked.fetch_add(1, std::memory_order_relaxed);
   s.counters.bytes_tracked.fetch_add(size, std::memory_order_relaxed);
   s.counters.live_objects.fetch_add(1, std::memory_order_relaxed);
   update_peak(s.counters.live_bytes.fetch_add(size, std::memory_order_relaxed) + size);
-  if (announce) announce_period(period, explicit_marks, relocks);
-  if (pushed) wake_service();
+  if (c.announce) announce_period(c.period, c.explicit_marks, c.relocks);
+  if (c.ticket != EventRing::kNoTicket) wake_service();
   return reinterpret_cast<void*>(r.start);
 }
 
@@ -167,9 +185,9 @@ void free_object(void* p) noexcept {
   const uint64_t live_after = s.counters.live_bytes.fetch_sub(size, std::memory_order_relaxed) - size;
   if (s.events_enabled.load(std::memory_order_relaxed)) {
     SpinGuard clock(s.clock_lock);
-    s.events.push(ObjectEvent{ObjectEventKind::kFree, slot, r.generation, r.occurrence, s.detector.event_in_step(),
-                              s.detector.period(), s.detector.step_index(), s.detector.relocks(), r.tag, r.site,
-                              size, now_ns(), live_after});
+    s.events.push(ObjectEvent{ObjectEventKind::kFree, r.pool, slot, r.generation, r.occurrence,
+                              s.detector.event_in_step(), s.detector.period(), s.detector.step_index(),
+                              s.detector.relocks(), r.tag, r.site, size, r.extent_bytes, now_ns(), live_after});
   }
   // No sampled window may stay protected once the extent can be handed to another object.
   profiler_on_free(slot);

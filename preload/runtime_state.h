@@ -15,6 +15,7 @@
 #include "core/site_counter.h"
 #include "core/spin_lock.h"
 #include "core/step_detector.h"
+#include "manage/birth_table.h"
 #include "place/budget_placer.h"
 
 namespace sentinel::rt {
@@ -32,6 +33,7 @@ struct Counters {
   std::atomic<uint64_t> invalid_frees{0};        // interior or repeated free of an object pointer
   std::atomic<uint64_t> inplace_reallocs{0};
   std::atomic<uint64_t> step_marks{0};
+  std::atomic<uint64_t> plan_deviations{0};  // allocations where a managed step left its plan
 };
 
 struct State {
@@ -57,7 +59,10 @@ struct State {
   bool announced_period = false;
   uint64_t announced_relocks = 0;
 
-  // Object events for the service thread (profile mode), pushed under clock_lock.
+  // Managed mode: the tier the plan wants each new object born on (read under clock_lock).
+  manage::BirthGate births;
+
+  // Object events for the service thread (profile and managed mode), reserved under clock_lock.
   std::atomic<bool> events_enabled{false};
   EventRing events;
   std::atomic<uint32_t> service_wake{0};  // futex word: bumped to wake the service thread

@@ -4,135 +4,143 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "core/text_buf.h"
+#include "manager.h"
 #include "migration.h"
 #include "profiler.h"
 #include "runtime_state.h"
 
 namespace sentinel::rt {
+namespace {
 
-bool write_stats_json(const char* path) noexcept {
-  const State& s = g_state;
+using Json = nlohmann::ordered_json;
+
+void add_run(Json& j, const State& s) {
   const Counters& c = s.counters;
   const HeapStats heap = s.heap.reserved_bytes() != 0 ? s.heap.stats() : HeapStats{};
   const StepDetector& d = s.detector;
-  const double seconds = static_cast<double>(now_ns() - s.start_ns) / 1e9;
+  j["pid"] = static_cast<int>(s.init_pid);
+  j["runtime_seconds"] = static_cast<double>(now_ns() - s.start_ns) / 1e9;
+  j["min_object_bytes"] = s.config.min_object;
+  j["steps_detected"] = d.complete_steps();
+  j["step_detection"] = d.explicit_marks() ? "marked" : (d.locked() ? "automatic" : "none");
+  j["step_period_events"] = d.period();
+  j["step_redetections"] = d.relocks();
+  j["objects_per_step"] = d.last_step_objects();
+  j["bytes_per_step"] = d.last_step_bytes();
+  j["objects_tracked"] = c.objects_tracked.load();
+  j["bytes_tracked"] = c.bytes_tracked.load();
+  j["objects_freed"] = c.objects_freed.load();
+  j["live_objects_at_exit"] = c.live_objects.load();
+  j["live_bytes_at_exit"] = c.live_bytes.load();
+  j["peak_object_bytes"] = c.peak_live_bytes.load();
+  j["allocation_events"] = d.events_seen();
+  j["inplace_reallocs"] = c.inplace_reallocs.load();
+  j["invalid_frees"] = c.invalid_frees.load();
+  j["heap_full_fallbacks"] = c.heap_full_fallbacks.load();
+  j["extents_carved"] = heap.extents_carved;
+  j["extents_reused"] = heap.extents_reused;
+  j["extents_trimmed"] = heap.extents_trimmed;
+  j["extent_bytes_carved"] = heap.carved_bytes;
+  j["reserved_bytes"] = s.heap.reserved_bytes();
+  j["call_site_cache_misses"] = s.sites.cache_misses();
+  j["dropped_log_messages"] = s.log.dropped();
+}
 
-  auto json_escape = [](const std::string& in) {
-    std::string out;
-    for (char ch : in) {
-      if (ch == '"' || ch == '\\') out.push_back('\\');
-      if (static_cast<unsigned char>(ch) >= 0x20) out.push_back(ch);
-    }
-    return out;
-  };
-  const ProfilerReport prof = s.config.mode == Mode::kProfile ? profiler_report() : ProfilerReport{};
-  std::string sampler_json = "  \"sampler\": \"" + (prof.sampler.empty() ? std::string("none") : prof.sampler) +
-                             "\",\n  \"samples\": " + std::to_string(prof.samples) + ",\n";
-  if (s.config.mode == Mode::kProfile) {
-    sampler_json += "  \"sampler_reason\": \"" + json_escape(prof.sampler_reason) + "\",\n  \"profile_state\": \"" + prof.state +
-                    "\",\n  \"profiled_steps\": " + std::to_string(prof.profiled_steps) +
-                    ",\n  \"profiles_written\": " + std::to_string(prof.profiles_written) +
-                    ",\n  \"profile_restarts\": " + std::to_string(prof.profile_restarts) +
-                    ",\n  \"object_events_dropped\": " + std::to_string(prof.events_dropped) + ",\n";
-  }
+void add_profiler(Json& j) {
+  const ProfilerReport prof = profiler_report();
+  j["sampler"] = prof.sampler.empty() ? std::string("none") : prof.sampler;
+  j["samples"] = prof.samples;
+  j["sampler_reason"] = prof.sampler_reason;
+  j["profile_state"] = prof.state;
+  j["profiled_steps"] = prof.profiled_steps;
+  j["profiles_written"] = prof.profiles_written;
+  j["profile_restarts"] = prof.profile_restarts;
+  j["object_events_dropped"] = prof.events_dropped;
+}
 
+void add_placement(Json& j, const State& s) {
+  const place::PlacerStats p = s.placer.stats();
+  // No budget (unlimited, or a single node) is null, not a huge number.
+  j["fast_budget_bytes"] = p.budget_bytes == ~uint64_t{0} ? Json(nullptr) : Json(p.budget_bytes);
+  j["peak_fast_bytes"] = p.peak_fast_bytes;
+  j["peak_slow_bytes"] = p.peak_slow_bytes;
+  j["forced_slow_allocations"] = p.forced_slow_allocations;
+  j["planned_slow_allocations"] = p.planned_slow_allocations;
+  j["bind_failures"] = p.bind_failures;
   const MigrationReport mig = migration_report();
-  const std::string migration_json =
-      ",\n  \"migration_enabled\": " + std::string(mig.enabled ? "true" : "false") +
-      ",\n  \"migrations_done\": " + std::to_string(mig.engine.moves_done) +
-      ",\n  \"migrations_failed\": " + std::to_string(mig.engine.moves_failed) +
-      ",\n  \"migrations_refused_budget\": " + std::to_string(mig.refused_budget) +
-      ",\n  \"migrations_cancelled\": " +
-      std::to_string(mig.engine.cancelled_queued + mig.engine.cancelled_running) +
-      ",\n  \"migration_queue_full\": " + std::to_string(mig.engine.queue_full) +
-      ",\n  \"objects_to_slow\": " + std::to_string(mig.engine.objects_to_slow) +
-      ",\n  \"bytes_to_slow\": " + std::to_string(mig.engine.bytes_to_slow) +
-      ",\n  \"objects_to_fast\": " + std::to_string(mig.engine.objects_to_fast) +
-      ",\n  \"bytes_to_fast\": " + std::to_string(mig.engine.bytes_to_fast) +
-      ",\n  \"migration_pages_busy\": " + std::to_string(mig.engine.pages_busy) +
-      ",\n  \"migration_pages_nomem\": " + std::to_string(mig.engine.pages_nomem) +
-      ",\n  \"migration_rollbacks\": " + std::to_string(mig.engine.rollbacks) +
-      ",\n  \"migration_seconds\": " + std::to_string(static_cast<double>(mig.engine.move_ns) / 1e9) +
-      ",\n  \"frees_during_migration\": " + std::to_string(mig.deferred_frees) +
-      ",\n  \"fast_node\": " + std::to_string(s.placer.enabled() ? s.placer.fast_node() : -1) +
-      ",\n  \"slow_node\": " + std::to_string(s.placer.enabled() ? s.placer.slow_node() : -1) +
-      ",\n  \"topology\": \"" + json_escape(s.topology) + "\"\n";
+  j["migration_enabled"] = mig.enabled;
+  j["migrations_done"] = mig.engine.moves_done;
+  j["migrations_failed"] = mig.engine.moves_failed;
+  j["migrations_refused_budget"] = mig.refused_budget;
+  j["migrations_cancelled"] = mig.engine.cancelled_queued + mig.engine.cancelled_running;
+  j["migration_queue_full"] = mig.engine.queue_full;
+  j["objects_to_slow"] = mig.engine.objects_to_slow;
+  j["bytes_to_slow"] = mig.engine.bytes_to_slow;
+  j["objects_to_fast"] = mig.engine.objects_to_fast;
+  j["bytes_to_fast"] = mig.engine.bytes_to_fast;
+  j["migration_pages_busy"] = mig.engine.pages_busy;
+  j["migration_pages_nomem"] = mig.engine.pages_nomem;
+  j["migration_rollbacks"] = mig.engine.rollbacks;
+  j["migration_seconds"] = static_cast<double>(mig.engine.move_ns) / 1e9;
+  j["frees_during_migration"] = mig.deferred_frees;
+  j["fast_node"] = s.placer.enabled() ? s.placer.fast_node() : -1;
+  j["slow_node"] = s.placer.enabled() ? s.placer.slow_node() : -1;
+  j["topology"] = std::string(s.topology);
+}
 
-  char buf[8192];
-  const int n = std::snprintf(
-      buf, sizeof buf,
-      "{\n"
-      "  \"version\": 1,\n"
-      "  \"mode\": \"%s\",\n"
-      "%s"
-      "  \"pid\": %d,\n"
-      "  \"runtime_seconds\": %.3f,\n"
-      "  \"min_object_bytes\": %llu,\n"
-      "  \"steps_detected\": %llu,\n"
-      "  \"step_detection\": \"%s\",\n"
-      "  \"step_period_events\": %u,\n"
-      "  \"step_redetections\": %llu,\n"
-      "  \"objects_per_step\": %u,\n"
-      "  \"bytes_per_step\": %llu,\n"
-      "  \"objects_tracked\": %llu,\n"
-      "  \"bytes_tracked\": %llu,\n"
-      "  \"objects_freed\": %llu,\n"
-      "  \"live_objects_at_exit\": %llu,\n"
-      "  \"live_bytes_at_exit\": %llu,\n"
-      "  \"peak_object_bytes\": %llu,\n"
-      "  \"allocation_events\": %llu,\n"
-      "  \"inplace_reallocs\": %llu,\n"
-      "  \"invalid_frees\": %llu,\n"
-      "  \"heap_full_fallbacks\": %llu,\n"
-      "  \"extents_carved\": %llu,\n"
-      "  \"extents_reused\": %llu,\n"
-      "  \"extents_trimmed\": %llu,\n"
-      "  \"extent_bytes_carved\": %llu,\n"
-      "  \"reserved_bytes\": %llu,\n"
-      "  \"call_site_cache_misses\": %llu,\n"
-      "  \"dropped_log_messages\": %llu,\n"
-      "  \"fast_budget_bytes\": %llu,\n"
-      "  \"peak_fast_bytes\": %llu,\n"
-      "  \"peak_slow_bytes\": %llu,\n"
-      "  \"forced_slow_allocations\": %llu,\n"
-      "  \"bind_failures\": %llu"
-      "%s"
-      "}\n",
-      mode_name(s.config.mode), sampler_json.c_str(), static_cast<int>(s.init_pid), seconds,
-      static_cast<unsigned long long>(s.config.min_object),
-      static_cast<unsigned long long>(d.complete_steps()),
-      d.explicit_marks() ? "marked" : (d.locked() ? "automatic" : "none"), d.period(),
-      static_cast<unsigned long long>(d.relocks()), d.last_step_objects(),
-      static_cast<unsigned long long>(d.last_step_bytes()),
-      static_cast<unsigned long long>(c.objects_tracked.load()),
-      static_cast<unsigned long long>(c.bytes_tracked.load()),
-      static_cast<unsigned long long>(c.objects_freed.load()),
-      static_cast<unsigned long long>(c.live_objects.load()),
-      static_cast<unsigned long long>(c.live_bytes.load()),
-      static_cast<unsigned long long>(c.peak_live_bytes.load()),
-      static_cast<unsigned long long>(d.events_seen()),
-      static_cast<unsigned long long>(c.inplace_reallocs.load()),
-      static_cast<unsigned long long>(c.invalid_frees.load()),
-      static_cast<unsigned long long>(c.heap_full_fallbacks.load()),
-      static_cast<unsigned long long>(heap.extents_carved),
-      static_cast<unsigned long long>(heap.extents_reused),
-      static_cast<unsigned long long>(heap.extents_trimmed),
-      static_cast<unsigned long long>(heap.carved_bytes),
-      static_cast<unsigned long long>(s.heap.reserved_bytes()),
-      static_cast<unsigned long long>(s.sites.cache_misses()),
-      static_cast<unsigned long long>(s.log.dropped()),
-      static_cast<unsigned long long>(s.placer.stats().budget_bytes),
-      static_cast<unsigned long long>(s.placer.stats().peak_fast_bytes),
-      static_cast<unsigned long long>(s.placer.stats().peak_slow_bytes),
-      static_cast<unsigned long long>(s.placer.stats().forced_slow_allocations),
-      static_cast<unsigned long long>(s.placer.stats().bind_failures), migration_json.c_str());
-  if (n <= 0 || static_cast<size_t>(n) >= sizeof buf) return false;
+void add_managed(Json& j, const State& s) {
+  const ManagerReport m = manager_report();
+  j["managed_stage"] = m.stage;
+  j["plan_source"] = m.plan_source;
+  j["first_managed_step"] = m.first_managed_step;
+  j["managed_steps"] = m.managed_steps;
+  j["fallback_steps"] = m.fallback_steps;
+  j["plan_deviations"] = s.counters.plan_deviations.load();
+  j["plan_fidelity"] = m.plan_fidelity;
+  j["late_prefetches"] = m.late_prefetches;
+  j["replans"] = m.replans;
+  j["plans"] = m.plans;
+  j["reprofiles"] = m.reprofiles;
+  j["plan_budget_bytes"] = m.plan_budget_bytes;
+  j["plan_modeled_step_ns"] = m.plan_modeled_step_ns;
+  j["planned_bytes_per_step"] = m.planned_bytes_per_step;
+  j["bytes_migrated_per_step"] = m.bytes_migrated_per_step;
+  j["managed_bytes_migrated"] = m.bytes_migrated;
+  j["managed_moves_issued"] = m.moves_issued;
+  j["managed_moves_done"] = m.moves_done;
+  j["managed_moves_failed"] = m.moves_failed;
+  j["managed_moves_deferred"] = m.moves_deferred;
+  j["managed_moves_dropped"] = m.moves_dropped;
+  j["managed_reconcile_moves"] = m.reconcile_moves;
+  j["move_completions_dropped"] = m.completions_dropped;
+  j["placement_checked_bytes"] = m.placement_checked_bytes;
+  j["placement_matching_bytes"] = m.placement_matching_bytes;
+}
+
+}  // namespace
+
+bool write_stats_json(const char* path) noexcept {
+  std::string text;
+  try {
+    const State& s = g_state;
+    Json j;
+    j["version"] = 1;
+    j["mode"] = mode_name(s.config.mode);
+    add_run(j, s);
+    if (s.config.mode == Mode::kProfile || s.config.mode == Mode::kManaged) add_profiler(j);
+    add_placement(j, s);
+    if (s.config.mode == Mode::kManaged) add_managed(j, s);
+    text = j.dump(2) + "\n";
+  } catch (...) {
+    return false;
+  }
   const int fd = ::open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return false;
-  write_all(fd, buf, static_cast<size_t>(n));
+  write_all(fd, text.data(), text.size());
   return ::close(fd) == 0;
 }
 

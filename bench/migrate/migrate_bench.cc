@@ -68,7 +68,7 @@ int throughput() {
         auto t0 = Clock::now();
         for (size_t i = 0; i < count; ++i) {
           Ticket k;
-          while (!(k = e.enqueue(i, 1, aligned + i * size, size, node, Priority::kEvict)).valid()) {
+          while (!(k = e.enqueue(i, 1, aligned + i * size, size, node, Priority::kNormal)).valid()) {
           }
           t.push_back(k);
         }
@@ -135,16 +135,16 @@ int enqueue_cost() {
     if (!e.start(&err)) return 1;
     size_t big_len = size_t{1} << 30;
     void* big = mmap(nullptr, big_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    Ticket gate = e.enqueue(999999, 0, big, big_len, 0, Priority::kPrefetch);
+    Ticket gate = e.enqueue(999999, 0, big, big_len, 0, Priority::kHigh);
     while (e.query(gate) == State::kQueued) {
     }
     auto t0 = Clock::now();
-    for (int i = 0; i < kBatch; ++i) e.enqueue(i, 0, buf, sizeof buf, 0, Priority::kEvict);
+    for (int i = 0; i < kBatch; ++i) e.enqueue(i, 0, buf, sizeof buf, 0, Priority::kNormal);
     auto t1 = Clock::now();
-    Ticket refused = e.enqueue(1, 0, buf, sizeof buf, 0, Priority::kEvict);
+    Ticket refused = e.enqueue(1, 0, buf, sizeof buf, 0, Priority::kNormal);
     (void)refused;
     auto t2 = Clock::now();
-    for (int i = 0; i < 1000; ++i) e.enqueue(1, 0, buf, sizeof buf, 0, Priority::kEvict);
+    for (int i = 0; i < 1000; ++i) e.enqueue(1, 0, buf, sizeof buf, 0, Priority::kNormal);
     auto t3 = Clock::now();
     std::printf("%-34s %12.1f %12s\n", "queue only (engine busy)", secs(t1 - t0) * 1e9 / kBatch, "-");
     std::printf("%-34s %12.1f %12s\n", "queue full (refused)", secs(t3 - t2) * 1e9 / 1000, "-");

@@ -10,9 +10,10 @@ struct NamedMode {
   const char* name;
   Mode mode;
 };
-constexpr NamedMode kModes[] = {
-    {"passthrough", Mode::kPassthrough}, {"track", Mode::kTrack}, {"profile", Mode::kProfile}};
-constexpr const char* kModeChoices = "passthrough, track, profile";
+constexpr NamedMode kModes[] = {{"passthrough", Mode::kPassthrough},
+                                {"track", Mode::kTrack},
+                                {"profile", Mode::kProfile},
+                                {"managed", Mode::kManaged}};
 
 struct NamedSampler {
   const char* name;
@@ -32,23 +33,8 @@ constexpr NamedLevel kLevels[] = {{"trace", LogLevel::kTrace}, {"debug", LogLeve
                                   {"info", LogLevel::kInfo},   {"warn", LogLevel::kWarn},
                                   {"error", LogLevel::kError}, {"off", LogLevel::kOff}};
 
-constexpr const char* kKnownVariables[] = {"SENTINEL_MODE",      "SENTINEL_MIN_OBJECT",
-                                           "SENTINEL_LOG",       "SENTINEL_LOG_FILE",
-                                           "SENTINEL_STATS",     "SENTINEL_STACK_DEPTH",
-                                           "SENTINEL_RESERVE",   "SENTINEL_TRACE",
-                                           "SENTINEL_FAST_BUDGET", "SENTINEL_FAST_NODE",
-                                           "SENTINEL_SLOW_NODE", "SENTINEL_SYSFS_ROOT",
-                                           "SENTINEL_SAMPLER",   "SENTINEL_WARMUP_STEPS",
-                                           "SENTINEL_PROFILE_STEPS", "SENTINEL_PROFILE_OUT",
-                                           "SENTINEL_SAMPLE_PERIOD"};
 constexpr const char* kForeignPrefixes[] = {"SENTINEL_GUEST_", "SENTINEL_BENCH_", "SENTINEL_TEST_",
                                             "SENTINEL_IN_GUEST"};
-
-void invalid(char* error, size_t cap, const char* var, const char* value, const char* accepted) {
-  TextBuf msg(error, cap);
-  msg.put("sentinel: invalid ").put(var).put("='").put(value).put("': accepted ").put(accepted);
-  msg.put("; running as a pass-through allocator");
-}
 
 bool copy_path(const char* value, char* dst, size_t cap) {
   size_t n = 0;
@@ -69,7 +55,137 @@ bool starts_with(const char* s, const char* prefix) {
   return *prefix == '\0';
 }
 
+// Parses one variable's value into a Config. `values` is the table's text of what is accepted; the
+// parser names it in the message when the value is not.
+class Parser {
+ public:
+  Parser(const char* var, const char* value, const char* values) : var_(var), value_(value), values_(values) {}
+  bool ok() const { return ok_; }
+
+  template <typename Entry, size_t N, typename T, typename Get>
+  void choice(const Entry (&table)[N], T* out, Get get) {
+    for (const Entry& e : table) {
+      if (str_equal(value_, e.name)) {
+        *out = get(e);
+        return;
+      }
+    }
+    ok_ = false;
+  }
+  void path(char* dst, size_t cap) { ok_ = copy_path(value_, dst, cap); }
+  // An integer in [lo, hi]; with bytes, K/M/G/T suffixes are accepted.
+  template <typename T>
+  void number(bool bytes, uint64_t lo, uint64_t hi, T* out) {
+    uint64_t n;
+    if (!(bytes ? parse_bytes(value_, &n) : parse_uint(value_, &n)) || n < lo || n > hi) {
+      ok_ = false;
+      return;
+    }
+    *out = static_cast<T>(n);
+  }
+  void budget(BudgetSpec* out) { ok_ = parse_budget_spec(value_, out); }
+
+ private:
+  const char* var_;
+  const char* value_;
+  const char* values_;
+  bool ok_ = true;
+};
+
+struct Entry {
+  ConfigVariable var;
+  void (*parse)(Parser& p, Config& c);
+};
+
+constexpr const char* kPathValues = "a non-empty file path shorter than 512 bytes";
+
+// README's table is checked against this one (tests/core/config_test.cc).
+constexpr Entry kEntries[] = {
+    {{"SENTINEL_MODE", "passthrough, track, profile, managed", "track",
+      "what Sentinel does: nothing; track objects and steps (placement first-touch under the budget); also "
+      "profile a few steps; also plan and move objects every step",
+      "--mode"},
+     [](Parser& p, Config& c) { p.choice(kModes, &c.mode, [](const NamedMode& e) { return e.mode; }); }},
+    {{"SENTINEL_FAST_BUDGET", kBudgetGrammar, "unlimited",
+      "fast-memory (DRAM) budget for objects, bytes or a share of the step's peak", "--fast-budget"},
+     [](Parser& p, Config& c) { p.budget(&c.fast_budget); }},
+    {{"SENTINEL_FAST_NODE", "a NUMA node id from 0 to 1023", "detected", "the fast node, overriding detection",
+      "--fast-node"},
+     [](Parser& p, Config& c) { p.number(false, 0, 1023, &c.fast_node); }},
+    {{"SENTINEL_SLOW_NODE", "a NUMA node id from 0 to 1023", "detected", "the slow node, overriding detection",
+      "--slow-node"},
+     [](Parser& p, Config& c) { p.number(false, 0, 1023, &c.slow_node); }},
+    {{"SENTINEL_SYSFS_ROOT", kPathValues, "/sys", "where the NUMA topology is read (tests fake one)", nullptr},
+     [](Parser& p, Config& c) { p.path(c.sysfs_root, sizeof c.sysfs_root); }},
+    {{"SENTINEL_MIN_OBJECT", "a byte count from 4096 to 1G, with optional K/M/G suffix (e.g. 64K)", "64K",
+      "smallest allocation that is an object", "--min-object"},
+     [](Parser& p, Config& c) { p.number(true, 4096, 1ull << 30, &c.min_object); }},
+    {{"SENTINEL_LOG", "trace, debug, info, warn, error, off", "warn", "log level", "--log"},
+     [](Parser& p, Config& c) { p.choice(kLevels, &c.log_level, [](const NamedLevel& e) { return e.level; }); }},
+    {{"SENTINEL_LOG_FILE", kPathValues, "stderr", "where the log goes", "--log-file"},
+     [](Parser& p, Config& c) { p.path(c.log_file, sizeof c.log_file); }},
+    {{"SENTINEL_STATS", kPathValues, "none", "JSON summary written at exit", "--stats"},
+     [](Parser& p, Config& c) { p.path(c.stats_path, sizeof c.stats_path); }},
+    {{"SENTINEL_STACK_DEPTH", "an integer from 1 to 32", "16", "frames hashed into a call-site", "--stack-depth"},
+     [](Parser& p, Config& c) { p.number(false, 1, 32, &c.stack_depth); }},
+    {{"SENTINEL_RESERVE", "a byte count from 64M to 64T (e.g. 256G)", "256G", "address space reserved for objects",
+      "--reserve"},
+     [](Parser& p, Config& c) { p.number(true, 64ull << 20, 64ull << 40, &c.reserve_bytes); }},
+    {{"SENTINEL_TRACE", kPathValues, "none", "the last 8192 allocation events, written at exit", nullptr},
+     [](Parser& p, Config& c) { p.path(c.trace_path, sizeof c.trace_path); }},
+    {{"SENTINEL_SAMPLER", "auto, pebs, ibs, software, none", "auto", "how accesses are sampled while profiling",
+      "--sampler"},
+     [](Parser& p, Config& c) {
+       p.choice(kSamplers, &c.sampler, [](const NamedSampler& e) { return e.setting; });
+     }},
+    {{"SENTINEL_WARMUP_STEPS", "an integer from 0 to 100000", "1", "steps skipped before profiling", nullptr},
+     [](Parser& p, Config& c) { p.number(false, 0, 100000, &c.warmup_steps); }},
+    {{"SENTINEL_PROFILE_STEPS", "an integer from 1 to 100", "2", "steps profiled", nullptr},
+     [](Parser& p, Config& c) { p.number(false, 1, 100, &c.profile_steps); }},
+    {{"SENTINEL_PROFILE_OUT", kPathValues, "sentinel-profile.json (profile mode only)",
+      "where a completed profile is written", "--profile-out"},
+     [](Parser& p, Config& c) {
+       p.path(c.profile_out, sizeof c.profile_out);
+       c.profile_out_set = p.ok();
+     }},
+    {{"SENTINEL_SAMPLE_PERIOD", "an integer from 100 to 100000000", "10007", "PMU events per sample", nullptr},
+     [](Parser& p, Config& c) { p.number(false, 100, 100000000, &c.sample_period); }},
+    {{"SENTINEL_PROFILE_IN", kPathValues, "none", "managed mode: start from this recorded profile when it matches",
+      "--profile-in"},
+     [](Parser& p, Config& c) { p.path(c.profile_in, sizeof c.profile_in); }},
+    {{"SENTINEL_PLAN", kPathValues, "none", "managed mode: execute this plan (sentinel replay --write-plan)",
+      "--plan"},
+     [](Parser& p, Config& c) { p.path(c.plan_in, sizeof c.plan_in); }},
+    {{"SENTINEL_TIER", "cxl, cxl-2m, optane, optane-2m, dram, or a tier file (docs/tier-model.md)", "cxl",
+      "managed mode: the tier model the in-process planner plans for", "--tier"},
+     [](Parser& p, Config& c) { p.path(c.tier, sizeof c.tier); }},
+    {{"SENTINEL_TIMELINE", kPathValues, "none", "managed mode: the executed timeline (docs/timeline-format.md)",
+      "--timeline"},
+     [](Parser& p, Config& c) { p.path(c.timeline_path, sizeof c.timeline_path); }},
+    {{"SENTINEL_TIMELINE_STEPS", "an integer from 1 to 10000", "3", "managed steps written to the timeline",
+      nullptr},
+     [](Parser& p, Config& c) { p.number(false, 1, 10000, &c.timeline_steps); }},
+    {{"SENTINEL_REPLAN_ROUNDS", "an integer from 0 to 100", "8",
+      "managed mode: replans at most, to move late prefetches earlier", nullptr},
+     [](Parser& p, Config& c) { p.number(false, 0, 100, &c.replan_rounds); }},
+    {{"SENTINEL_PLACEMENT_CHECK", "an integer from 0 to 1000000", "0 (off)",
+      "managed mode: every N managed phases, query the node of every planned object's pages (move_pages) and "
+      "count how many bytes are where the plan wants them",
+      nullptr},
+     [](Parser& p, Config& c) { p.number(false, 0, 1000000, &c.placement_check); }},
+};
+constexpr size_t kEntryCount = sizeof kEntries / sizeof kEntries[0];
+
+void invalid(char* error, size_t cap, const char* var, const char* value, const char* accepted) {
+  TextBuf msg(error, cap);
+  msg.put("sentinel: invalid ").put(var).put("='").put(value).put("': accepted ").put(accepted);
+  msg.put("; running as a pass-through allocator");
+}
+
 }  // namespace
+
+size_t config_variable_count() noexcept { return kEntryCount; }
+const ConfigVariable& config_variable(size_t i) noexcept { return kEntries[i].var; }
 
 const char* mode_name(Mode m) noexcept {
   for (const auto& e : kModes)
@@ -89,76 +205,18 @@ const char* log_level_name(LogLevel l) noexcept {
   return "?";
 }
 
-namespace {
-
-// Reads one variable at a time into a Config; the first invalid value stops parsing with one message.
-class Parser {
- public:
-  Parser(EnvLookup lookup, void* ctx, char* error, size_t cap) : lookup_(lookup), ctx_(ctx), error_(error), cap_(cap) {}
-  bool ok() const { return ok_; }
-
-  template <typename Entry, size_t N, typename T, typename Get>
-  void choice(const char* var, const Entry (&table)[N], const char* accepted, T* out, Get get) {
-    const char* v = value(var);
-    if (v == nullptr) return;
-    for (const Entry& e : table) {
-      if (str_equal(v, e.name)) {
-        *out = get(e);
-        return;
-      }
-    }
-    fail(var, v, accepted);
-  }
-  void path(const char* var, char* dst, size_t dst_cap) {
-    const char* v = value(var);
-    if (v != nullptr && !copy_path(v, dst, dst_cap)) fail(var, v, "a non-empty file path shorter than 512 bytes");
-  }
-  // An integer in [lo, hi]; with bytes, K/M/G/T suffixes are accepted.
-  template <typename T>
-  void number(const char* var, bool bytes, uint64_t lo, uint64_t hi, const char* accepted, T* out) {
-    const char* v = value(var);
-    if (v == nullptr) return;
-    uint64_t n;
-    if (!(bytes ? parse_bytes(v, &n) : parse_uint(v, &n)) || n < lo || n > hi) return fail(var, v, accepted);
-    *out = static_cast<T>(n);
-  }
-
- private:
-  const char* value(const char* var) { return ok_ ? lookup_(var, ctx_) : nullptr; }
-  void fail(const char* var, const char* value, const char* accepted) {
-    invalid(error_, cap_, var, value, accepted);
-    ok_ = false;
-  }
-  EnvLookup lookup_;
-  void* ctx_;
-  char* error_;
-  size_t cap_;
-  bool ok_ = true;
-};
-
-}  // namespace
-
 bool parse_config(EnvLookup lookup, void* ctx, Config* out, char* error, size_t cap) noexcept {
   Config c;
-  Parser p(lookup, ctx, error, cap);
-  p.choice("SENTINEL_MODE", kModes, kModeChoices, &c.mode, [](const NamedMode& e) { return e.mode; });
-  p.number("SENTINEL_MIN_OBJECT", true, 4096, 1ull << 30,
-           "a byte count from 4096 to 1G, with optional K/M/G suffix (e.g. 64K)", &c.min_object);
-  p.choice("SENTINEL_LOG", kLevels, "trace, debug, info, warn, error, off", &c.log_level,
-           [](const NamedLevel& e) { return e.level; });
-  p.path("SENTINEL_LOG_FILE", c.log_file, sizeof c.log_file);
-  p.path("SENTINEL_STATS", c.stats_path, sizeof c.stats_path);
-  p.path("SENTINEL_TRACE", c.trace_path, sizeof c.trace_path);
-  p.number("SENTINEL_STACK_DEPTH", false, 1, 32, "an integer from 1 to 32", &c.stack_depth);
-  p.number("SENTINEL_RESERVE", true, 64ull << 20, 64ull << 40, "a byte count from 64M to 64T (e.g. 256G)",
-           &c.reserve_bytes);
-  p.choice("SENTINEL_SAMPLER", kSamplers, "auto, pebs, ibs, software, none", &c.sampler,
-           [](const NamedSampler& e) { return e.setting; });
-  p.number("SENTINEL_WARMUP_STEPS", false, 0, 100000, "an integer from 0 to 100000", &c.warmup_steps);
-  p.number("SENTINEL_PROFILE_STEPS", false, 1, 100, "an integer from 1 to 100", &c.profile_steps);
-  p.path("SENTINEL_PROFILE_OUT", c.profile_out, sizeof c.profile_out);
-  p.number("SENTINEL_SAMPLE_PERIOD", false, 100, 100000000, "an integer from 100 to 100000000", &c.sample_period);
-  if (!p.ok()) return false;
+  for (const Entry& e : kEntries) {
+    const char* value = lookup(e.var.name, ctx);
+    if (value == nullptr) continue;
+    Parser p(e.var.name, value, e.var.values);
+    e.parse(p, c);
+    if (!p.ok()) {
+      invalid(error, cap, e.var.name, value, e.var.values);
+      return false;
+    }
+  }
   *out = c;
   return true;
 }
@@ -175,8 +233,8 @@ bool find_unknown_variable(char* warning, size_t cap) noexcept {
     if (found) return;
     for (const char* prefix : kForeignPrefixes)
       if (starts_with(entry, prefix)) return;
-    for (const char* known : kKnownVariables) {
-      const char* k = known;
+    for (const Entry& known : kEntries) {
+      const char* k = known.var.name;
       const char* e = entry;
       while (*k != '\0' && *e == *k) {
         ++k;
@@ -187,10 +245,7 @@ bool find_unknown_variable(char* warning, size_t cap) noexcept {
     TextBuf msg(warning, cap);
     msg.put("sentinel: unknown variable ignored: ");
     for (const char* e = entry; *e != '\0' && *e != '='; ++e) msg.put_char(*e);
-    msg.put(" (known: SENTINEL_MODE, SENTINEL_MIN_OBJECT, SENTINEL_LOG, SENTINEL_LOG_FILE, "
-            "SENTINEL_STATS, SENTINEL_STACK_DEPTH, SENTINEL_RESERVE, SENTINEL_TRACE, SENTINEL_SAMPLER, "
-            "SENTINEL_WARMUP_STEPS, SENTINEL_PROFILE_STEPS, SENTINEL_PROFILE_OUT, SENTINEL_SAMPLE_PERIOD, "
-            "SENTINEL_FAST_BUDGET, SENTINEL_FAST_NODE, SENTINEL_SLOW_NODE)");
+    msg.put(" (`sentinel run --help` lists the known variables)");
     found = true;
   });
   return found;

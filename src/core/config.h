@@ -1,5 +1,9 @@
 // Sentinel's configuration: environment variables with the prefix SENTINEL_, parsed strictly.
 //
+// One table (config_variables()) lists every variable with its accepted values, default and meaning; it
+// drives parsing, the unknown-variable check, `sentinel run --help`, the CLI's option mapping and the test
+// that keeps README's table complete.
+//
 // parse_config never allocates (it runs during the first malloc of the process). On the first invalid
 // value it stops and fills `error` with one line naming the variable, the value and what is accepted;
 // the caller then runs as a pure pass-through allocator.
@@ -8,12 +12,15 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/budget_spec.h"
+
 namespace sentinel {
 
 enum class Mode : uint8_t {
   kPassthrough,  // forward every call to the system allocator; track nothing
-  kTrack,        // objects, tags, steps and statistics; no placement, no migration
+  kTrack,        // objects, tags, steps and statistics; placement under the budget, first touch
   kProfile,      // kTrack, plus an access profile of a few steps written to SENTINEL_PROFILE_OUT
+  kManaged,      // profile (or read a profile / plan), plan, then move objects along the plan every step
 };
 
 enum class SamplerChoiceSetting : uint8_t { kAuto, kPebs, kIbs, kSoftware, kNone };
@@ -31,13 +38,42 @@ struct Config {
   uint32_t stack_depth = 16;              // SENTINEL_STACK_DEPTH: frames hashed into a call-site
   uint64_t reserve_bytes = 256ull << 30;  // SENTINEL_RESERVE: address space reserved for objects
   char trace_path[kPathMax] = {};         // SENTINEL_TRACE: allocation-event trace at exit; empty = none
-  // Profiling (SENTINEL_MODE=profile).
+  // Placement.
+  BudgetSpec fast_budget;                 // SENTINEL_FAST_BUDGET
+  int32_t fast_node = -1;                 // SENTINEL_FAST_NODE: -1 = detected
+  int32_t slow_node = -1;                 // SENTINEL_SLOW_NODE: -1 = detected
+  char sysfs_root[kPathMax] = "/sys";     // SENTINEL_SYSFS_ROOT (tests fake a topology with it)
+  // Profiling (SENTINEL_MODE=profile, and managed mode before it has a plan).
   SamplerChoiceSetting sampler = SamplerChoiceSetting::kAuto;  // SENTINEL_SAMPLER
   uint32_t warmup_steps = 1;              // SENTINEL_WARMUP_STEPS: steps skipped before profiling
   uint32_t profile_steps = 2;             // SENTINEL_PROFILE_STEPS: steps profiled
   char profile_out[kPathMax] = "sentinel-profile.json";  // SENTINEL_PROFILE_OUT
+  bool profile_out_set = false;           // SENTINEL_PROFILE_OUT was given
   uint64_t sample_period = 10007;         // SENTINEL_SAMPLE_PERIOD: PMU events per sample
+  // Managed mode.
+  char profile_in[kPathMax] = {};         // SENTINEL_PROFILE_IN: start from this profile
+  char plan_in[kPathMax] = {};            // SENTINEL_PLAN: execute this plan
+  char tier[kPathMax] = "cxl";            // SENTINEL_TIER: tier model the in-process planner plans for
+  char timeline_path[kPathMax] = {};      // SENTINEL_TIMELINE: executed timeline of managed steps
+  uint32_t timeline_steps = 3;            // SENTINEL_TIMELINE_STEPS: managed steps written to it
+  uint32_t replan_rounds = 8;             // SENTINEL_REPLAN_ROUNDS: late-prefetch replans at most
+  uint32_t placement_check = 0;           // SENTINEL_PLACEMENT_CHECK: query page nodes every N phases
+
+  // Whether a completed profile goes to profile_out.
+  bool write_profile() const { return mode == Mode::kProfile || profile_out_set; }
 };
+
+// One configuration variable, for parsing and for everything that lists them.
+struct ConfigVariable {
+  const char* name;
+  const char* values;        // what is accepted, as the error message and the help say it
+  const char* default_text;  // as README and the help show it
+  const char* meaning;
+  const char* cli_option;    // `sentinel run` option that sets it, or nullptr
+};
+// Every variable the runtime reads, in the order of README's table: config_variable(0 .. count - 1).
+size_t config_variable_count() noexcept;
+const ConfigVariable& config_variable(size_t i) noexcept;
 
 // Looks a variable up; returns nullptr when it is not set.
 using EnvLookup = const char* (*)(const char* name, void* ctx);

@@ -54,8 +54,11 @@ enum class FailReason : uint8_t {
   kSyscall,      // move_pages itself failed for another reason
   kStopped,      // engine stopped before the move ran
 };
-// Lower value runs first. Prefetches (slow -> fast, needed soon) go before evictions.
-enum class Priority : uint8_t { kPrefetch = 0, kEvict = 1, kBackground = 2 };
+// Queue classes: a lower value runs first; within a class moves run first in, first out. Managed mode sends
+// every planned move, evictions and prefetches alike, through kNormal: one channel in issue order, which is
+// what the planner's cost model assumes (plan.h) and what the budget accounting relies on (an eviction
+// issued before a prefetch frees its fast memory before the prefetch needs it).
+enum class Priority : uint8_t { kHigh = 0, kNormal = 1, kBackground = 2 };
 constexpr int kNumPriorities = 3;
 enum class CancelResult : uint8_t { kCancelled, kRunning, kNotFound };
 

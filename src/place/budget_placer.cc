@@ -10,31 +10,6 @@ constexpr uint32_t kMillion = 1000000;
 
 }  // namespace
 
-bool parse_fast_budget(const char* text, BudgetSpec* out, std::string_view* why) noexcept {
-  if (text == nullptr || *text == '\0') {
-    *out = BudgetSpec{};
-    return true;
-  }
-  uint64_t bytes = 0;
-  double percent = 0.0;
-  if (!parse_bytes_or_percent(text, &bytes, &percent)) {
-    if (why != nullptr) *why = "expected bytes (e.g. 512M, 4G) or a percentage in (0, 100] (e.g. 20%)";
-    return false;
-  }
-  BudgetSpec spec;
-  if (percent > 0.0) {
-    spec.kind = BudgetKind::kPercent;
-    // Rounded to parts per million, at least 1: "0.00001%" is still a (tiny) positive budget.
-    const double ppm = percent * 10000.0 + 0.5;
-    spec.percent_ppm = ppm < 1.0 ? 1 : (ppm > kMillion ? kMillion : static_cast<uint32_t>(ppm));
-  } else {
-    spec.kind = BudgetKind::kBytes;
-    spec.bytes = bytes;
-  }
-  *out = spec;
-  return true;
-}
-
 bool BudgetPlacer::configure(const PlacerConfig& config, std::string_view* why) noexcept {
   if (config.fast_node < 0 || config.fast_node > kMaxNodeId || config.slow_node > kMaxNodeId) {
     if (why != nullptr) *why = "node id out of range";
@@ -55,7 +30,7 @@ bool BudgetPlacer::configure(const PlacerConfig& config, std::string_view* why) 
   budget_ = config.budget;
   mode_ = config.mode;
   for (auto* c : {&fast_live_, &slow_live_, &total_live_, &peak_fast_, &peak_slow_, &peak_total_,
-                  &step_peak_, &fast_allocs_, &slow_allocs_, &forced_slow_, &binds_, &bind_failures_,
+                  &step_peak_, &fast_allocs_, &slow_allocs_, &forced_slow_, &planned_slow_, &binds_, &bind_failures_,
                   &rebinds_, &release_errors_}) {
     c->store(0, std::memory_order_relaxed);
   }
@@ -110,7 +85,7 @@ bool BudgetPlacer::try_reserve_fast(uint64_t extent_bytes) noexcept {
   return false;
 }
 
-Decision BudgetPlacer::choose(uint64_t extent_bytes) noexcept {
+Decision BudgetPlacer::choose(uint64_t extent_bytes, Want want) noexcept {
   Decision d;
   if (!enabled_) {
     d.pool = kFastPool;
@@ -122,7 +97,7 @@ Decision BudgetPlacer::choose(uint64_t extent_bytes) noexcept {
   // The peak is raised before the budget is read, so a percentage budget already counts this object:
   // the fast share stays within p% of a peak the program has really reached.
   raise(peak_total_, total_live_.fetch_add(extent_bytes, std::memory_order_acq_rel) + extent_bytes);
-  if (try_reserve_fast(extent_bytes)) {
+  if (want != Want::kSlow && try_reserve_fast(extent_bytes)) {
     fast_allocs_.fetch_add(1, std::memory_order_relaxed);
     d.pool = kFastPool;
     d.node = fast_node_;
@@ -130,10 +105,14 @@ Decision BudgetPlacer::choose(uint64_t extent_bytes) noexcept {
   }
   raise(peak_slow_, slow_live_.fetch_add(extent_bytes, std::memory_order_relaxed) + extent_bytes);
   slow_allocs_.fetch_add(1, std::memory_order_relaxed);
-  forced_slow_.fetch_add(1, std::memory_order_relaxed);
   d.pool = kSlowPool;
   d.node = slow_node_;
-  d.forced_slow = true;
+  if (want == Want::kSlow) {
+    planned_slow_.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    forced_slow_.fetch_add(1, std::memory_order_relaxed);
+    d.forced_slow = true;
+  }
   return d;
 }
 
@@ -218,6 +197,7 @@ PlacerStats BudgetPlacer::stats() const noexcept {
   s.fast_allocations = fast_allocs_.load(std::memory_order_relaxed);
   s.slow_allocations = slow_allocs_.load(std::memory_order_relaxed);
   s.forced_slow_allocations = forced_slow_.load(std::memory_order_relaxed);
+  s.planned_slow_allocations = planned_slow_.load(std::memory_order_relaxed);
   s.binds = binds_.load(std::memory_order_relaxed);
   s.bind_failures = bind_failures_.load(std::memory_order_relaxed);
   s.rebinds = rebinds_.load(std::memory_order_relaxed);

@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "core/budget_spec.h"
 #include "core/size_class.h"
 #include "place/extent_binding.h"
 
@@ -35,17 +36,9 @@ namespace sentinel::place {
 inline constexpr uint8_t kFastPool = 0;  // the heap pool whose extents live on the fast node
 inline constexpr uint8_t kSlowPool = 1;
 
-enum class BudgetKind : uint8_t { kUnlimited, kBytes, kPercent };
-
-struct BudgetSpec {
-  BudgetKind kind = BudgetKind::kUnlimited;
-  uint64_t bytes = 0;        // kBytes
-  uint32_t percent_ppm = 0;  // kPercent: parts per million of the peak, 1..1'000'000
-};
-
-// Parses a SENTINEL_FAST_BUDGET value: bytes with K/M/G/T suffix ("512M", "0") or a percentage
-// ("20%", "12.5%"; 0 < p <= 100). nullptr or "" -> unlimited. No allocation.
-bool parse_fast_budget(const char* text, BudgetSpec* out, std::string_view* why) noexcept;
+// The budget grammar is shared with the offline tools (core/budget_spec.h).
+using sentinel::BudgetKind;
+using sentinel::BudgetSpec;
 
 // The extent bytes the object heap uses for a request of `size` bytes (its size class), so the
 // runtime can choose the pool before it asks the heap for an extent.
@@ -59,6 +52,10 @@ struct PlacerConfig {
   BudgetSpec budget;
   BindMode mode = BindMode::kPreferred;
 };
+
+// What the caller wants for a new object: the budget decides (first touch), or a tier a plan chose. A
+// wanted fast tier is still subject to the budget (forced slow when it has no room).
+enum class Want : uint8_t { kAny, kFast, kSlow };
 
 struct Decision {
   uint8_t pool = kFastPool;
@@ -77,6 +74,7 @@ struct PlacerStats {
   uint64_t peak_fast_bytes = 0, peak_slow_bytes = 0, peak_total_bytes = 0;
   uint64_t fast_allocations = 0, slow_allocations = 0;
   uint64_t forced_slow_allocations = 0;
+  uint64_t planned_slow_allocations = 0;  // Want::kSlow
   uint64_t binds = 0, bind_failures = 0, rebinds = 0;
   uint64_t release_errors = 0;  // release() of more bytes than the pool held (a caller bug)
   int last_bind_errno = 0;
@@ -99,7 +97,7 @@ class BudgetPlacer {
   int node_of_pool(uint8_t pool) const noexcept;
 
   // Picks the pool of a new object of `extent_bytes` and reserves the bytes in that pool.
-  Decision choose(uint64_t extent_bytes) noexcept;
+  Decision choose(uint64_t extent_bytes, Want want = Want::kAny) noexcept;
   // Returns the bytes of a freed object (or of a choose() whose allocation then failed).
   void release(uint8_t pool, uint64_t extent_bytes) noexcept;
   // Migration accounting. A live object's bytes are counted in the pool it moves to from the moment its
@@ -149,6 +147,7 @@ class BudgetPlacer {
   std::atomic<uint64_t> fast_allocs_{0};
   std::atomic<uint64_t> slow_allocs_{0};
   std::atomic<uint64_t> forced_slow_{0};
+  std::atomic<uint64_t> planned_slow_{0};
   std::atomic<uint64_t> binds_{0};
   std::atomic<uint64_t> bind_failures_{0};
   std::atomic<uint64_t> rebinds_{0};

@@ -1,5 +1,7 @@
 #include "plan/replay.h"
 
+#include "core/budget_spec.h"
+
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -96,33 +98,17 @@ bool sweep_budgets(const ProfileIndex& index, const MemorySystem& mem, const Rep
 }
 
 bool parse_budget(const std::string& text, PlannerConfig* config, std::string* error) {
-  auto bad = [&]() {
-    if (error != nullptr) *error = "bad budget '" + text + "': expected e.g. 20%, 1073741824, 512M, 2G";
+  BudgetSpec spec;
+  if (text.empty() || !parse_budget_spec(text.c_str(), &spec)) {
+    if (error != nullptr) *error = "bad budget '" + text + "': accepted " + kBudgetGrammar;
     return false;
-  };
-  if (text.empty()) return bad();
-  char* end = nullptr;
-  if (text.back() == '%') {
-    std::string num = text.substr(0, text.size() - 1);
-    double v = std::strtod(num.c_str(), &end);
-    if (num.empty() || *end != '\0' || !std::isfinite(v) || v < 0 || v > 1000) return bad();
-    config->budget_bytes = 0;
-    config->budget_fraction = v / 100.0;
-    return true;
   }
-  uint64_t mult = 1;
-  std::string num = text;
-  switch (text.back()) {
-    case 'K': case 'k': mult = 1ull << 10; break;
-    case 'M': case 'm': mult = 1ull << 20; break;
-    case 'G': case 'g': mult = 1ull << 30; break;
-    default: break;
+  config->budget_bytes = spec.kind == BudgetKind::kBytes ? spec.bytes : 0;
+  config->budget_fraction = spec.kind == BudgetKind::kPercent ? spec.fraction() : 1.0;
+  if (spec.kind == BudgetKind::kBytes && spec.bytes == 0) {
+    // "0" is a valid budget of zero bytes: everything slow.
+    config->budget_fraction = 0.0;
   }
-  if (mult != 1) num.pop_back();
-  if (num.empty() || num.find_first_not_of("0123456789") != std::string::npos || num.size() > 15) return bad();
-  uint64_t v = std::strtoull(num.c_str(), &end, 10);
-  if (v == 0) return bad();
-  config->budget_bytes = v * mult;
   return true;
 }
 

@@ -250,11 +250,11 @@ bool detect_topology(const TopologyOptions& options, Topology* t, std::string* e
   return choose_tiers(options, t, error);
 }
 
-TopologyOptions options_from_env() {
+TopologyOptions options_from_config(const Config& config) {
   TopologyOptions o;
-  if (const char* r = std::getenv("SENTINEL_SYSFS_ROOT"); r && *r) o.sysfs_root = r;
-  if (const char* f = std::getenv("SENTINEL_FAST_NODE"); f && *f) o.fast_override = f;
-  if (const char* s = std::getenv("SENTINEL_SLOW_NODE"); s && *s) o.slow_override = s;
+  o.sysfs_root = config.sysfs_root;
+  if (config.fast_node >= 0) o.fast_override = std::to_string(config.fast_node);
+  if (config.slow_node >= 0) o.slow_override = std::to_string(config.slow_node);
   return o;
 }
 

@@ -14,6 +14,8 @@
 // plain value.
 #pragma once
 
+#include "core/config.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -72,7 +74,7 @@ bool choose_tiers(const TopologyOptions& options, Topology* topo, std::string* e
 // read_nodes + choose_tiers. On the real root ("/sys") also checks libnuma agrees.
 bool detect_topology(const TopologyOptions& options, Topology* topo, std::string* error);
 
-// Options from the environment: SENTINEL_FAST_NODE, SENTINEL_SLOW_NODE, SENTINEL_SYSFS_ROOT.
-TopologyOptions options_from_env();
+// Options from the configuration: SENTINEL_FAST_NODE, SENTINEL_SLOW_NODE, SENTINEL_SYSFS_ROOT.
+TopologyOptions options_from_config(const Config& config);
 
 }  // namespace sentinel::topo

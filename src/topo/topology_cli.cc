@@ -71,7 +71,13 @@ void print_text(const topo::Topology& t) {
 }  // namespace
 
 int topology_main(int argc, char** argv) {
-  topo::TopologyOptions options = topo::options_from_env();
+  Config config;
+  char message[512];
+  if (!parse_config_from_environ(&config, message, sizeof message)) {
+    std::fprintf(stderr, "%s\n", message);
+    return 2;
+  }
+  topo::TopologyOptions options = topo::options_from_config(config);
   bool json = false;
   for (int i = 1; i < argc; ++i) {
     const char* a = argv[i];

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <map>
+#include <set>
 #include <string>
 
 namespace sentinel {
@@ -49,7 +51,18 @@ TEST(Config, ReadsEveryVariable) {
                      {"SENTINEL_WARMUP_STEPS", "3"},
                      {"SENTINEL_PROFILE_STEPS", "4"},
                      {"SENTINEL_PROFILE_OUT", "/tmp/p.json"},
-                     {"SENTINEL_SAMPLE_PERIOD", "2000"}},
+                     {"SENTINEL_SAMPLE_PERIOD", "2000"},
+                     {"SENTINEL_FAST_BUDGET", "20%"},
+                     {"SENTINEL_FAST_NODE", "1"},
+                     {"SENTINEL_SLOW_NODE", "0"},
+                     {"SENTINEL_SYSFS_ROOT", "/tmp/sys"},
+                     {"SENTINEL_PROFILE_IN", "/tmp/in.json"},
+                     {"SENTINEL_PLAN", "/tmp/plan.json"},
+                     {"SENTINEL_TIER", "optane"},
+                     {"SENTINEL_TIMELINE", "/tmp/tl.jsonl"},
+                     {"SENTINEL_TIMELINE_STEPS", "7"},
+                     {"SENTINEL_REPLAN_ROUNDS", "2"},
+                     {"SENTINEL_PLACEMENT_CHECK", "5"}},
                     &c, &error))
       << error;
   EXPECT_EQ(c.mode, Mode::kPassthrough);
@@ -65,6 +78,51 @@ TEST(Config, ReadsEveryVariable) {
   EXPECT_EQ(c.profile_steps, 4u);
   EXPECT_STREQ(c.profile_out, "/tmp/p.json");
   EXPECT_EQ(c.sample_period, 2000u);
+  EXPECT_TRUE(c.profile_out_set);
+  EXPECT_EQ(c.fast_budget.kind, BudgetKind::kPercent);
+  EXPECT_EQ(c.fast_budget.percent_ppm, 200000u);
+  EXPECT_EQ(c.fast_node, 1);
+  EXPECT_EQ(c.slow_node, 0);
+  EXPECT_STREQ(c.sysfs_root, "/tmp/sys");
+  EXPECT_STREQ(c.profile_in, "/tmp/in.json");
+  EXPECT_STREQ(c.plan_in, "/tmp/plan.json");
+  EXPECT_STREQ(c.tier, "optane");
+  EXPECT_STREQ(c.timeline_path, "/tmp/tl.jsonl");
+  EXPECT_EQ(c.timeline_steps, 7u);
+  EXPECT_EQ(c.replan_rounds, 2u);
+  EXPECT_EQ(c.placement_check, 5u);
+}
+
+TEST(Config, ManagedModeAndProfileFileDefaults) {
+  Config c;
+  std::string error;
+  ASSERT_TRUE(parse({{"SENTINEL_MODE", "managed"}}, &c, &error)) << error;
+  EXPECT_EQ(c.mode, Mode::kManaged);
+  EXPECT_FALSE(c.write_profile());  // managed mode writes a profile only when asked to
+  ASSERT_TRUE(parse({{"SENTINEL_MODE", "profile"}}, &c, &error)) << error;
+  EXPECT_TRUE(c.write_profile());
+  EXPECT_EQ(c.fast_budget.kind, BudgetKind::kUnlimited);
+  EXPECT_EQ(c.fast_node, -1);
+}
+
+// README's variable table and the configuration table are the same list: every variable the runtime
+// reads has a row naming it, and every SENTINEL_ variable in a README row is one the runtime reads.
+TEST(Config, ReadmeTableListsEveryVariable) {
+  std::ifstream in(SENTINEL_README);
+  ASSERT_TRUE(in) << SENTINEL_README;
+  std::set<std::string> rows;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("| `SENTINEL_", 0) != 0) continue;
+    for (size_t at = line.find("`SENTINEL_"); at != std::string::npos && at < line.find(" |", 2);
+         at = line.find("`SENTINEL_", at + 1)) {
+      rows.insert(line.substr(at + 1, line.find('`', at + 1) - at - 1));
+    }
+  }
+  std::set<std::string> table;
+  for (size_t i = 0; i < config_variable_count(); ++i) table.insert(config_variable(i).name);
+  for (const std::string& name : table) EXPECT_TRUE(rows.count(name)) << name << " is missing from README's table";
+  for (const std::string& name : rows) EXPECT_TRUE(table.count(name)) << name << " in README is not a variable";
 }
 
 struct BadValue {
@@ -91,7 +149,13 @@ TEST_P(ConfigBadValue, OneLineNamingVariableValueAndAcceptedValues) {
 
 INSTANTIATE_TEST_SUITE_P(
     All, ConfigBadValue,
-    ::testing::Values(BadValue{"SENTINEL_MODE", "fast", "passthrough, track, profile"},
+    ::testing::Values(BadValue{"SENTINEL_MODE", "fast", "passthrough, track, profile, managed"},
+                      BadValue{"SENTINEL_FAST_BUDGET", "lots", "percentage of the peak"},
+                      BadValue{"SENTINEL_FAST_BUDGET", "120%", "(0, 100]"},
+                      BadValue{"SENTINEL_FAST_NODE", "x", "0 to 1023"},
+                      BadValue{"SENTINEL_SLOW_NODE", "-1", "0 to 1023"},
+                      BadValue{"SENTINEL_TIMELINE_STEPS", "0", "1 to 10000"},
+                      BadValue{"SENTINEL_PLAN", "", "non-empty file path"},
                       BadValue{"SENTINEL_MODE", "", "passthrough, track, profile"},
                       BadValue{"SENTINEL_SAMPLER", "perf", "auto, pebs, ibs, software, none"},
                       BadValue{"SENTINEL_WARMUP_STEPS", "-1", "0 to 100000"},

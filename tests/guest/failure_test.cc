@@ -49,7 +49,7 @@ TEST(GuestFailure, FullSlowNodeGivesCountedEnomemAndIntactData) {
   std::string err;
   ASSERT_TRUE(e.start(&err)) << err;
   migrate::MoveResult r;
-  ASSERT_EQ(e.wait(e.enqueue(1, 1, obj.addr, obj.len, 1, migrate::Priority::kEvict), kForever, &r),
+  ASSERT_EQ(e.wait(e.enqueue(1, 1, obj.addr, obj.len, 1, migrate::Priority::kNormal), kForever, &r),
             migrate::State::kFailed);
   EXPECT_EQ(r.reason, migrate::FailReason::kNoMemory) << migrate::to_string(r.reason);
   EXPECT_TRUE(r.rolled_back);
@@ -67,7 +67,7 @@ TEST(GuestFailure, FullSlowNodeGivesCountedEnomemAndIntactData) {
   keep.rollback_on_nomem = false;
   migrate::Engine e2(keep);
   ASSERT_TRUE(e2.start(&err)) << err;
-  ASSERT_EQ(e2.wait(e2.enqueue(1, 1, obj.addr, obj.len, 1, migrate::Priority::kEvict), kForever, &r),
+  ASSERT_EQ(e2.wait(e2.enqueue(1, 1, obj.addr, obj.len, 1, migrate::Priority::kNormal), kForever, &r),
             migrate::State::kFailed);
   EXPECT_EQ(r.reason, migrate::FailReason::kNoMemory);
   EXPECT_FALSE(r.rolled_back);
@@ -77,7 +77,7 @@ TEST(GuestFailure, FullSlowNodeGivesCountedEnomemAndIntactData) {
   // Once node 1 has room again, the same move succeeds.
   munmap(filler.addr, filler.len);
   filler.addr = static_cast<char*>(MAP_FAILED);
-  ASSERT_EQ(e.wait(e.enqueue(1, 1, obj.addr, obj.len, 1, migrate::Priority::kEvict), kForever, &r),
+  ASSERT_EQ(e.wait(e.enqueue(1, 1, obj.addr, obj.len, 1, migrate::Priority::kNormal), kForever, &r),
             migrate::State::kDone)
       << migrate::to_string(r.reason);
   EXPECT_EQ(migrate::testing::pages_on(obj.addr, obj.len, 1), obj.len / 4096);

@@ -60,7 +60,7 @@ TEST(GuestMigration, MovesUnderConcurrentUseKeepContent) {
     int node = rng() % 2;
     migrate::Ticket t;
     while (!(t = e.enqueue(i, 1, objs[i]->addr, objs[i]->len, node,
-                           node == 0 ? migrate::Priority::kPrefetch : migrate::Priority::kEvict))
+                           node == 0 ? migrate::Priority::kHigh : migrate::Priority::kNormal))
                 .valid()) {
       std::this_thread::yield();  // queue full: let the engine catch up
     }
@@ -74,7 +74,7 @@ TEST(GuestMigration, MovesUnderConcurrentUseKeepContent) {
   // Final placement: object i on node i % 2.
   for (int i = 0; i < kObjects; ++i) {
     migrate::MoveResult r;
-    ASSERT_EQ(e.wait(e.enqueue(i, 1, objs[i]->addr, objs[i]->len, i % 2, migrate::Priority::kEvict), kForever, &r),
+    ASSERT_EQ(e.wait(e.enqueue(i, 1, objs[i]->addr, objs[i]->len, i % 2, migrate::Priority::kNormal), kForever, &r),
               migrate::State::kDone)
         << migrate::to_string(r.reason);
     last[i] = i % 2;
@@ -153,7 +153,7 @@ TEST(GuestMigration, ObjectsSharingAHugePageMoveAlone) {
   for (const auto& step : plan) {
     Obj& o = objs[step[0]];
     migrate::MoveResult r;
-    ASSERT_EQ(e.wait(e.enqueue(step[0], 1, base + o.off, o.len, step[1], migrate::Priority::kEvict), kForever, &r),
+    ASSERT_EQ(e.wait(e.enqueue(step[0], 1, base + o.off, o.len, step[1], migrate::Priority::kNormal), kForever, &r),
               migrate::State::kDone)
         << migrate::to_string(r.reason);
     o.node = step[1];

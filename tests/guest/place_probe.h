@@ -54,11 +54,9 @@ inline void require_guest() {
 // SENTINEL_FAST_BUDGET as the runtime reads it.
 inline sentinel::place::BudgetSpec budget_from_env() {
   sentinel::place::BudgetSpec spec;
-  std::string_view why;
   const char* text = std::getenv("SENTINEL_FAST_BUDGET");
   if (text == nullptr) fail("SENTINEL_FAST_BUDGET is not set");
-  if (!sentinel::place::parse_fast_budget(text, &spec, &why)) fail("SENTINEL_FAST_BUDGET=%s: %.*s", text,
-                                                                    static_cast<int>(why.size()), why.data());
+  if (!sentinel::parse_budget_spec(text, &spec)) fail("SENTINEL_FAST_BUDGET=%s: not a budget", text);
   return spec;
 }
 

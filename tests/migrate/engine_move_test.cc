@@ -29,7 +29,7 @@ TEST(EngineMove, NoOpMoveToNodeZeroSucceedsForEveryPage) {
   Mapping m(4 << 20);
   m.fill(7);
   MoveResult r;
-  ASSERT_EQ(s.e.wait(s.e.enqueue(1, 1, m.addr, m.len, 0, Priority::kEvict), kForever, &r), State::kDone);
+  ASSERT_EQ(s.e.wait(s.e.enqueue(1, 1, m.addr, m.len, 0, Priority::kNormal), kForever, &r), State::kDone);
   EXPECT_EQ(r.pages, (4u << 20) / 4096);
   EXPECT_EQ(r.pages_moved, r.pages);  // status == 0 for every page
   EXPECT_EQ(r.pages_failed, 0u);
@@ -47,7 +47,7 @@ TEST(EngineMove, UnalignedRangeCoversWholePages) {
   Mapping m(3 * 4096);
   m.fill(1);
   MoveResult r;
-  ASSERT_EQ(s.e.wait(s.e.enqueue(1, 1, m.addr + 100, 4096, 0, Priority::kEvict), kForever, &r), State::kDone);
+  ASSERT_EQ(s.e.wait(s.e.enqueue(1, 1, m.addr + 100, 4096, 0, Priority::kNormal), kForever, &r), State::kDone);
   EXPECT_EQ(r.pages, 2u);
 }
 
@@ -55,7 +55,7 @@ TEST(EngineMove, UntouchedPagesAreAbsentNotFailures) {
   Started s;
   Mapping m(1 << 20);
   MoveResult r;
-  ASSERT_EQ(s.e.wait(s.e.enqueue(1, 1, m.addr, m.len, 0, Priority::kEvict), kForever, &r), State::kDone);
+  ASSERT_EQ(s.e.wait(s.e.enqueue(1, 1, m.addr, m.len, 0, Priority::kNormal), kForever, &r), State::kDone);
   EXPECT_EQ(r.pages_absent, r.pages);
   EXPECT_EQ(r.pages_failed, 0u);
   EXPECT_EQ(s.e.snapshot().pages_absent, r.pages);
@@ -67,7 +67,7 @@ TEST(EngineMove, InvalidNodeIsACountedFailureAndDataStays) {
   m.fill(3);
   for (int bad : {numa_max_node() + 1, 4096}) {
     MoveResult r;
-    ASSERT_EQ(s.e.wait(s.e.enqueue(1, 1, m.addr, m.len, bad, Priority::kEvict), kForever, &r), State::kFailed);
+    ASSERT_EQ(s.e.wait(s.e.enqueue(1, 1, m.addr, m.len, bad, Priority::kNormal), kForever, &r), State::kFailed);
     EXPECT_EQ(r.reason, FailReason::kInvalidNode) << to_string(r.reason);
     EXPECT_EQ(r.pages_moved, 0u);
     EXPECT_TRUE(m.check(3));
@@ -85,7 +85,7 @@ TEST(EngineMove, UnmappedRangeIsAFaultFailure) {
   ASSERT_NE(p, MAP_FAILED);
   munmap(p, 1 << 20);
   MoveResult r;
-  ASSERT_EQ(s.e.wait(s.e.enqueue(1, 1, p, 1 << 20, 0, Priority::kEvict), kForever, &r), State::kFailed);
+  ASSERT_EQ(s.e.wait(s.e.enqueue(1, 1, p, 1 << 20, 0, Priority::kNormal), kForever, &r), State::kFailed);
   EXPECT_EQ(r.reason, FailReason::kFault) << to_string(r.reason);
   EXPECT_EQ(r.pages_failed, r.pages);
 }
@@ -96,7 +96,7 @@ TEST(EngineMove, SetsPolicySoUntouchedPagesFaultOnTarget) {
   Mapping m(2 << 20);
   std::memset(m.addr, 1, 4096);  // one page present, the rest untouched
   MoveResult r;
-  ASSERT_EQ(s.e.wait(s.e.enqueue(1, 1, m.addr, m.len, 1, Priority::kEvict), kForever, &r), State::kDone);
+  ASSERT_EQ(s.e.wait(s.e.enqueue(1, 1, m.addr, m.len, 1, Priority::kNormal), kForever, &r), State::kDone);
   EXPECT_EQ(r.pages_moved, 1u);
   std::memset(m.addr, 2, m.len);  // touch the rest now
   EXPECT_EQ(testing::pages_on(m.addr, m.len, 1), m.len / 4096);
@@ -111,10 +111,10 @@ TEST(EngineMove, MovesBothWaysAndCountsDirections) {
   Mapping m(8 << 20);
   m.fill(9);
   MoveResult r;
-  ASSERT_EQ(s.e.wait(s.e.enqueue(1, 1, m.addr, m.len, 1, Priority::kEvict), kForever, &r), State::kDone);
+  ASSERT_EQ(s.e.wait(s.e.enqueue(1, 1, m.addr, m.len, 1, Priority::kNormal), kForever, &r), State::kDone);
   EXPECT_EQ(testing::pages_on(m.addr, m.len, 1), m.len / 4096);
   EXPECT_TRUE(m.check(9));
-  ASSERT_EQ(s.e.wait(s.e.enqueue(1, 1, m.addr, m.len, 0, Priority::kPrefetch), kForever, &r), State::kDone);
+  ASSERT_EQ(s.e.wait(s.e.enqueue(1, 1, m.addr, m.len, 0, Priority::kHigh), kForever, &r), State::kDone);
   EXPECT_EQ(testing::pages_on(m.addr, m.len, 0), m.len / 4096);
   EXPECT_TRUE(m.check(9));
   auto st = s.e.snapshot();

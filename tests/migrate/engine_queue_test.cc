@@ -28,15 +28,15 @@ TEST(EngineQueue, PrefetchRunsBeforeEvictAndFifoWithinPriority) {
   Engine e(cfg);
   // Not started yet: everything waits in the queue, so the order is decided by priority alone.
   std::vector<std::pair<uint64_t, Priority>> plan = {
-      {1, Priority::kBackground}, {2, Priority::kEvict},    {3, Priority::kPrefetch}, {4, Priority::kEvict},
-      {5, Priority::kPrefetch},   {6, Priority::kBackground}, {7, Priority::kEvict}};
+      {1, Priority::kBackground}, {2, Priority::kNormal},    {3, Priority::kHigh}, {4, Priority::kNormal},
+      {5, Priority::kHigh},   {6, Priority::kBackground}, {7, Priority::kNormal}};
   std::string err;
   // Before start() the engine refuses work.
-  EXPECT_FALSE(e.enqueue(1, 1, m.addr, m.len, 0, Priority::kEvict).valid());
+  EXPECT_FALSE(e.enqueue(1, 1, m.addr, m.len, 0, Priority::kNormal).valid());
   ASSERT_TRUE(e.start(&err)) << err;
   // Hold the engine thread in a long move so the rest queue up behind it.
   Mapping big(256 << 20);  // untouched: every page is absent, each chunk is one syscall
-  Ticket gate = e.enqueue(100, 1, big.addr, big.len, 0, Priority::kPrefetch);
+  Ticket gate = e.enqueue(100, 1, big.addr, big.len, 0, Priority::kHigh);
   ASSERT_TRUE(gate.valid());
   while (e.query(gate) == State::kQueued) std::this_thread::yield();
   std::vector<Ticket> tickets;
@@ -63,11 +63,11 @@ TEST(EngineQueue, FullQueueRefusesAndCounts) {
   std::string err;
   ASSERT_TRUE(e.start(&err)) << err;
   Mapping big(256 << 20);
-  Ticket gate = e.enqueue(100, 1, big.addr, big.len, 0, Priority::kEvict);
+  Ticket gate = e.enqueue(100, 1, big.addr, big.len, 0, Priority::kNormal);
   while (e.query(gate) == State::kQueued) std::this_thread::yield();
   // One slot is running the gate move: three more fit, the fourth is refused.
   int accepted = 0, refused = 0;
-  for (int i = 0; i < 5; ++i) (e.enqueue(i, 1, m.addr, m.len, 0, Priority::kEvict).valid() ? accepted : refused)++;
+  for (int i = 0; i < 5; ++i) (e.enqueue(i, 1, m.addr, m.len, 0, Priority::kNormal).valid() ? accepted : refused)++;
   if (e.query(gate) == State::kRunning) {
     EXPECT_EQ(accepted, 3);
     EXPECT_EQ(refused, 2);
@@ -75,7 +75,7 @@ TEST(EngineQueue, FullQueueRefusesAndCounts) {
   }
   EXPECT_EQ(e.wait(gate, kForever), State::kDone);
   e.stop();
-  EXPECT_FALSE(e.enqueue(9, 1, m.addr, m.len, 0, Priority::kEvict).valid());  // stopped: refused
+  EXPECT_FALSE(e.enqueue(9, 1, m.addr, m.len, 0, Priority::kNormal).valid());  // stopped: refused
 }
 
 TEST(EngineQueue, BadArgumentsGiveNoTicket) {
@@ -83,8 +83,8 @@ TEST(EngineQueue, BadArgumentsGiveNoTicket) {
   std::string err;
   ASSERT_TRUE(e.start(&err));
   char c;
-  EXPECT_FALSE(e.enqueue(1, 1, nullptr, 4096, 0, Priority::kEvict).valid());
-  EXPECT_FALSE(e.enqueue(1, 1, &c, 0, 0, Priority::kEvict).valid());
+  EXPECT_FALSE(e.enqueue(1, 1, nullptr, 4096, 0, Priority::kNormal).valid());
+  EXPECT_FALSE(e.enqueue(1, 1, &c, 0, 0, Priority::kNormal).valid());
   EXPECT_FALSE(e.enqueue(1, 1, &c, 1, 0, static_cast<Priority>(7)).valid());
   EXPECT_EQ(e.query(Ticket{}), State::kUnknown);
   EXPECT_EQ(e.query(Ticket{0xffffffffull}), State::kUnknown);
@@ -100,10 +100,10 @@ TEST(EngineQueue, CancelQueuedDropsItWithoutCallback) {
   std::string err;
   ASSERT_TRUE(e.start(&err));
   Mapping big(256 << 20);
-  Ticket gate = e.enqueue(100, 1, big.addr, big.len, 0, Priority::kPrefetch);
+  Ticket gate = e.enqueue(100, 1, big.addr, big.len, 0, Priority::kHigh);
   while (e.query(gate) == State::kQueued) std::this_thread::yield();
-  Ticket a = e.enqueue(1, 7, m.addr, m.len, 0, Priority::kEvict);
-  Ticket b = e.enqueue(2, 7, m.addr, m.len, 0, Priority::kEvict);
+  Ticket a = e.enqueue(1, 7, m.addr, m.len, 0, Priority::kNormal);
+  Ticket b = e.enqueue(2, 7, m.addr, m.len, 0, Priority::kNormal);
   ASSERT_EQ(e.query(a), State::kQueued) << "gate move ended too early";
   EXPECT_EQ(e.cancel(1, 6), CancelResult::kNotFound);  // wrong generation
   EXPECT_EQ(e.cancel(1, 7), CancelResult::kCancelled);
@@ -126,7 +126,7 @@ TEST(EngineQueue, CancelRunningStopsEarlyAndCallsOwnerBack) {
   std::string err;
   ASSERT_TRUE(e.start(&err));
   Mapping big(256 << 20);
-  Ticket t = e.enqueue(42, 3, big.addr, big.len, 0, Priority::kEvict);
+  Ticket t = e.enqueue(42, 3, big.addr, big.len, 0, Priority::kNormal);
   State s;
   while ((s = e.query(t)) == State::kQueued) std::this_thread::yield();
   ASSERT_EQ(s, State::kRunning);
@@ -190,10 +190,10 @@ TEST(EngineQueue, StaleTicketBecomesUnknownAfterSlotReuse) {
   Engine e(cfg);
   std::string err;
   ASSERT_TRUE(e.start(&err));
-  Ticket first = e.enqueue(1, 1, m.addr, m.len, 0, Priority::kEvict);
+  Ticket first = e.enqueue(1, 1, m.addr, m.len, 0, Priority::kNormal);
   ASSERT_EQ(e.wait(first, kForever), State::kDone);
   for (int i = 0; i < 4; ++i) {
-    Ticket t = e.enqueue(2 + i, 1, m.addr, m.len, 0, Priority::kEvict);
+    Ticket t = e.enqueue(2 + i, 1, m.addr, m.len, 0, Priority::kNormal);
     ASSERT_EQ(e.wait(t, kForever), State::kDone);
   }
   EXPECT_EQ(e.query(first), State::kUnknown);
@@ -207,7 +207,7 @@ TEST(EngineQueue, WaitTimesOutOnAQueuedMove) {
   std::string err;
   ASSERT_TRUE(e.start(&err));
   Mapping big(256 << 20);
-  Ticket gate = e.enqueue(100, 1, big.addr, big.len, 0, Priority::kPrefetch);
+  Ticket gate = e.enqueue(100, 1, big.addr, big.len, 0, Priority::kHigh);
   Ticket t = e.enqueue(1, 1, m.addr, m.len, 0, Priority::kBackground);
   State s = e.wait(t, 1ms);
   EXPECT_TRUE(s == State::kQueued || s == State::kRunning || s == State::kDone) << to_string(s);
@@ -226,7 +226,7 @@ TEST(EngineQueue, TeardownWithQueuedWorkEndsEveryMove) {
     ASSERT_TRUE(e->start(&err));
     EXPECT_FALSE(e->start(&err));  // twice: refused
     int accepted = 0;
-    for (int i = 0; i < 50; ++i) accepted += e->enqueue(i, 1, m.addr, m.len, 0, Priority::kEvict).valid();
+    for (int i = 0; i < 50; ++i) accepted += e->enqueue(i, 1, m.addr, m.len, 0, Priority::kNormal).valid();
     e.reset();  // destructor stops: queued moves end as cancelled(stopped) and the owner hears of them
     EXPECT_EQ(owner.count.load(), static_cast<uint64_t>(accepted));
     for (auto& c : owner.snapshot()) {
@@ -257,7 +257,7 @@ TEST(EngineQueue, EngineThreadBlocksAllSignals) {
   Engine e(cfg);
   std::string err;
   ASSERT_TRUE(e.start(&err));
-  ASSERT_EQ(e.wait(e.enqueue(1, 1, m.addr, m.len, 0, Priority::kEvict), kForever), State::kDone);
+  ASSERT_EQ(e.wait(e.enqueue(1, 1, m.addr, m.len, 0, Priority::kNormal), kForever), State::kDone);
   e.stop();
   EXPECT_TRUE(owner.blocked.load());
   EXPECT_TRUE(owner.on_other_thread.load());

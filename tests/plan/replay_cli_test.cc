@@ -100,7 +100,7 @@ TEST(ReplayCli, ParseBudget) {
   EXPECT_EQ(c.budget_bytes, 2ull << 30);
   ASSERT_TRUE(parse_budget("4096", &c, &err));
   EXPECT_EQ(c.budget_bytes, 4096u);
-  for (const char* bad : {"", "%", "-5%", "12X", "M", "0", "1.5G", "99999999999999999999"})
+  for (const char* bad : {"", "%", "-5%", "12X", "M", "1.5G", "99999999999999999999"})
     EXPECT_FALSE(parse_budget(bad, &c, &err)) << bad;
 }
 

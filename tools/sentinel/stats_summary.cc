@@ -33,7 +33,10 @@ bool print_stats_summary(const std::string& path, std::string* error) {
     *error = "statistics file " + path + " is empty or not JSON (the program may have called _exit)";
     return false;
   }
-  auto u = [&](const char* key) { return j.value(key, uint64_t{0}); };
+  auto u = [&](const char* key) {
+    auto it = j.find(key);
+    return it != j.end() && it->is_number_unsigned() ? it->get<uint64_t>() : uint64_t{0};
+  };
   std::fprintf(stderr, "\n== Sentinel summary (%s mode, %.1f s) ==\n", j.value("mode", "?").c_str(),
                j.value("runtime_seconds", 0.0));
   std::fprintf(stderr, "  training steps detected   %llu (%s)\n",
@@ -59,8 +62,9 @@ bool print_stats_summary(const std::string& path, std::string* error) {
   if (j.value("slow_node", -1) >= 0) {
     std::fprintf(stderr, "  nodes                     fast %d, slow %d\n", j.value("fast_node", -1), j.value("slow_node", -1));
     std::fprintf(stderr, "  fast budget               %s (peak fast %s, peak slow %s, %llu allocations forced slow)\n",
-                 u("fast_budget_bytes") == UINT64_MAX ? "unlimited"
-                                                      : human_bytes(static_cast<double>(u("fast_budget_bytes"))).c_str(),
+                 !j.contains("fast_budget_bytes") || j["fast_budget_bytes"].is_null()
+                     ? "unlimited"
+                     : human_bytes(static_cast<double>(u("fast_budget_bytes"))).c_str(),
                  human_bytes(static_cast<double>(u("peak_fast_bytes"))).c_str(),
                  human_bytes(static_cast<double>(u("peak_slow_bytes"))).c_str(),
                  static_cast<unsigned long long>(u("forced_slow_allocations")));
@@ -72,7 +76,24 @@ bool print_stats_summary(const std::string& path, std::string* error) {
   } else {
     std::fprintf(stderr, "  placement                 none: %s\n", j.value("topology", std::string("single node")).c_str());
   }
-  if (j.value("mode", "") == "profile") {
+  if (j.value("mode", "") == "managed") {
+    std::fprintf(stderr, "  managed mode              %s (%s plan), %llu managed steps, %llu fallback steps\n",
+                 j.value("managed_stage", "?").c_str(), j.value("plan_source", "no").c_str(),
+                 static_cast<unsigned long long>(u("managed_steps")),
+                 static_cast<unsigned long long>(u("fallback_steps")));
+    std::fprintf(stderr, "  plan fidelity             %.1f%% of planned-fast bytes on the fast node when used\n",
+                 100.0 * j.value("plan_fidelity", 0.0));
+    std::fprintf(stderr, "  migrated per step         %s (planned %s), %llu late prefetches, %llu replans\n",
+                 human_bytes(j.value("bytes_migrated_per_step", 0.0)).c_str(),
+                 human_bytes(static_cast<double>(u("planned_bytes_per_step"))).c_str(),
+                 static_cast<unsigned long long>(u("late_prefetches")), static_cast<unsigned long long>(u("replans")));
+    if (u("placement_checked_bytes") > 0) {
+      std::fprintf(stderr, "  placement check           %.1f%% of checked bytes on their planned node (move_pages)\n",
+                   100.0 * static_cast<double>(u("placement_matching_bytes")) /
+                       static_cast<double>(u("placement_checked_bytes")));
+    }
+  }
+  if (j.value("mode", "") == "profile" || j.value("mode", "") == "managed") {
     std::fprintf(stderr, "  sampler                   %s, %llu samples, profile %s\n", j.value("sampler", "?").c_str(),
                  static_cast<unsigned long long>(u("samples")), j.value("profile_state", "?").c_str());
   }

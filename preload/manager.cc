@@ -1,0 +1,510 @@
+#include "manager.h"
+
+#include <numaif.h>
+
+#include <atomic>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "logging.h"
+#include "manage/birth_table.h"
+#include "manage/compiled_plan.h"
+#include "manage/plan_executor.h"
+#include "manage/timeline_writer.h"
+#include "migration.h"
+#include "plan/plan_io.h"
+#include "plan/planner.h"
+#include "profile/profile_io.h"
+#include "profiler.h"
+#include "runtime.h"
+#include "runtime_state.h"
+#include "vocabulary.h"
+
+namespace sentinel::rt {
+namespace {
+
+using manage::BirthTable;
+using manage::CompiledPlan;
+using manage::ObjectRef;
+using manage::PlanExecutor;
+
+// Moves that ended, from the engine thread to the service thread (one producer, one consumer).
+struct Completion {
+  uint32_t slot;
+  uint32_t generation;
+  uint8_t to_pool;
+  bool moved;
+  uint64_t time_ns;
+};
+class CompletionRing {
+ public:
+  static constexpr uint32_t kCapacity = 1u << 14;
+  bool push(const Completion& c) noexcept {
+    const uint64_t head = head_.load(std::memory_order_relaxed);
+    if (head - tail_.load(std::memory_order_acquire) >= kCapacity) {
+      dropped_.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    slots_[head & (kCapacity - 1)] = c;
+    head_.store(head + 1, std::memory_order_release);
+    return true;
+  }
+  // The oldest completion if it ended at or before `until_ns`.
+  bool pop_until(uint64_t until_ns, Completion* out) noexcept {
+    const uint64_t tail = tail_.load(std::memory_order_relaxed);
+    if (tail == head_.load(std::memory_order_acquire)) return false;
+    const Completion& c = slots_[tail & (kCapacity - 1)];
+    if (c.time_ns > until_ns) return false;
+    *out = c;
+    tail_.store(tail + 1, std::memory_order_release);
+    return true;
+  }
+  uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<uint64_t> head_{0}, tail_{0}, dropped_{0};
+  Completion slots_[kCapacity] = {};
+};
+
+uint64_t extent_of(uint64_t size) { return place::extent_bytes_for(size); }
+
+// Moves requested by the executor go to the migration engine; the budget placer refuses those that do not
+// fit (migration_move_slot counts an object in flight on both tiers).
+class EngineSink final : public manage::MoveSink {
+ public:
+  bool request_move(ObjectRef ref, uint64_t, Tier to) override {
+    return migration_move_slot(ref.slot, ref.generation, pool_of(to), kMovePriority).valid();
+  }
+};
+
+enum class Stage { kOff, kProfiling, kMatchingProfile, kManaged };
+const char* stage_name(Stage s) {
+  switch (s) {
+    case Stage::kOff: return "off";
+    case Stage::kProfiling: return "profiling";
+    case Stage::kMatchingProfile: return "matching-profile";
+    case Stage::kManaged: return "managed";
+  }
+  return "?";
+}
+
+constexpr uint32_t kFallbacksBeforeReprofile = 3;
+constexpr double kProfileMatchShare = 0.9;
+
+struct Manager {
+  MemorySystem mem;
+  PlannerConfig planner;
+  EngineSink sink;
+  std::ofstream timeline_file;
+  std::unique_ptr<manage::TimelineWriter> timeline;
+  std::unique_ptr<PlanExecutor> executor;
+  Stage stage = Stage::kProfiling;
+
+  std::shared_ptr<const StepProfile> profile;  // what the current plan was made from
+  std::unique_ptr<ProfileIndex> index;
+  uint64_t profiles_taken = 0;
+  std::unique_ptr<Plan> given_plan;            // SENTINEL_PLAN
+  bool given_plan_failed = false;
+  std::string plan_source;
+  Plan plan;
+  std::vector<std::unique_ptr<BirthTable>> tables;  // every table ever published: never freed
+
+  // Matching SENTINEL_PROFILE_IN against the running program.
+  std::shared_ptr<const StepProfile> candidate;
+  std::vector<uint64_t> candidate_tags;  // expected tag per event
+  int64_t match_step = -1;
+  uint32_t match_events = 0, match_hits = 0;
+
+  int64_t step = -1;
+  uint64_t relocks = ~uint64_t{0};
+  uint64_t fallbacks_seen = 0, managed_seen = 0;
+  uint32_t fallbacks_in_row = 0;
+  bool replan_saturated = false;
+  uint64_t replans = 0, plans = 0, reprofiles = 0;
+  uint64_t managed_phases = 0;
+  uint64_t checked_bytes = 0, matching_bytes = 0;
+  int64_t first_managed_step = -1;
+};
+
+Manager* g_manager = nullptr;
+std::atomic<bool> g_manager_live{false};  // completions are wanted
+CompletionRing g_completions;
+std::mutex g_report_mu;  // manager state against manager_report() from other threads
+
+void drain_completions(Manager& m, uint64_t until_ns) {
+  Completion c;
+  while (g_completions.pop_until(until_ns, &c)) {
+    m.executor->on_move_done(ObjectRef{c.slot, c.generation}, tier_of_pool(c.to_pool), c.moved);
+  }
+}
+
+std::vector<uint64_t> expected_tags(const StepProfile& p) {
+  std::vector<uint64_t> tags(p.period, 0);
+  for (const ObjectProfile& o : p.objects) {
+    if (!o.persistent && o.birth_phase < p.period) tags[o.birth_phase] = o.tag;
+  }
+  return tags;
+}
+
+// The profile the planner sees: object sizes as the extents the heap gives them, which is what the budget
+// placer counts.
+StepProfile in_extent_bytes(const StepProfile& p) {
+  StepProfile q = p;
+  for (ObjectProfile& o : q.objects) o.size = extent_of(o.size);
+  return q;
+}
+
+// Makes the plan for the current profile (or compiles SENTINEL_PLAN against it) and puts it in force from
+// the next step on. False when nothing could be planned (logged).
+bool plan_and_start(Manager& m, const char* why) {
+  std::string error;
+  auto index = std::make_unique<ProfileIndex>();
+  if (!index->build(in_extent_bytes(*m.profile), &error)) {
+    log_write(LogLevel::kError, ("managed mode: the profile cannot be planned: " + error).c_str());
+    return false;
+  }
+  Plan plan;
+  auto compiled = std::make_shared<CompiledPlan>();
+  bool have = false;
+  if (m.given_plan && !m.given_plan_failed) {
+    if (compiled->compile(*m.given_plan, *index, [](uint64_t s) { return s; }, &error)) {
+      plan = *m.given_plan;
+      m.plan_source = "SENTINEL_PLAN";
+      have = true;
+    } else {
+      m.given_plan_failed = true;
+      log_write(LogLevel::kWarn, ("SENTINEL_PLAN does not fit this program (" + error + "): planning instead").c_str());
+    }
+  }
+  if (!have) {
+    m.planner.budget_bytes = g_state.placer.budget_bytes();
+    if (m.planner.budget_bytes == ~uint64_t{0}) m.planner.budget_bytes = 0, m.planner.budget_fraction = 1.0;
+    if (!plan_sentinel(*index, m.mem, m.planner, &plan, &error) ||
+        !compiled->compile(plan, *index, [](uint64_t s) { return s; }, &error)) {
+      log_write(LogLevel::kError, ("managed mode: planning failed: " + error).c_str());
+      return false;
+    }
+    m.plan_source = "planned";
+  }
+  const int64_t first = m.step + 1;
+  auto table = std::make_unique<BirthTable>();
+  table->build(*compiled, first);
+  g_state.births.publish(table.get());
+  m.tables.push_back(std::move(table));
+  if (m.timeline && m.plans == 0) m.timeline->header(plan.period, plan.policy, plan.summary.budget_bytes);
+  m.executor->start(compiled, first);
+  m.plan = std::move(plan);
+  m.index = std::move(index);
+  m.stage = Stage::kManaged;
+  ++m.plans;
+  if (m.first_managed_step < 0) m.first_managed_step = first;
+  log_write(LogLevel::kInfo,
+            (std::string("managed mode: ") + why + ": " + m.plan_source + " plan in force from step " +
+             std::to_string(first) + ", budget " + std::to_string(m.plan.summary.budget_bytes) + " B, " +
+             std::to_string(m.plan.move_count()) + " moves per step, modeled step " +
+             std::to_string(m.plan.summary.modeled_step_ns / 1e6) + " ms (" + m.mem.name + ")")
+                .c_str());
+  return true;
+}
+
+// Back to profiling: the plan no longer describes the program.
+void drop_plan(Manager& m, const char* why) {
+  g_state.births.publish(nullptr);
+  m.executor->stop();
+  m.stage = Stage::kProfiling;
+  m.replan_saturated = false;
+  m.planner.extra_lookahead_phases.clear();
+  ++m.reprofiles;
+  profiler_request_profile();
+  log_write(LogLevel::kInfo, (std::string("managed mode: ") + why + ": profiling again").c_str());
+}
+
+// Late prefetches of the step that ended: planned earlier, in bounded rounds, until none is late or the
+// plan stops changing.
+void adapt_lookahead(Manager& m) {
+  const std::vector<uint64_t> late = m.executor->take_late_tags();
+  if (late.empty() || m.replan_saturated || m.replans >= g_state.config.replan_rounds || m.plan_source != "planned") {
+    return;
+  }
+  for (uint64_t tag : late) ++m.planner.extra_lookahead_phases[tag];
+  Plan before = m.plan;
+  ++m.replans;
+  if (!plan_and_start(m, ("late prefetches (" + std::to_string(late.size()) + ")").c_str())) return;
+  if (m.plan.events == before.events && m.plan.birth_tier == before.birth_tier) m.replan_saturated = true;
+}
+
+// Where the kernel really has the pages of every live object the plan has an opinion on: a sample of pages
+// per object, queried with move_pages (nodes = NULL). Objects whose intended tier changed in this phase or
+// the previous one are in transit and not counted.
+void check_placement(Manager& m) {
+  std::vector<void*> pages;
+  std::vector<int> status;
+  m.executor->for_each_live([&](ObjectRef ref, uint64_t tag, uint64_t bytes, Tier, bool moving) {
+    Tier want;
+    if (moving || !m.executor->intended_tier(tag, &want) || m.executor->plan()->object(tag) == nullptr) return;
+    const ObjectRecord& r = g_state.heap.record(ref.slot);
+    if (r.generation != ref.generation || r.state.load(std::memory_order_acquire) != ExtentState::kLive) return;
+    constexpr uint64_t kSamples = 16;
+    const uint64_t npages = bytes / kPageSize;
+    pages.clear();
+    for (uint64_t i = 0; i < kSamples && i < npages; ++i) {
+      pages.push_back(reinterpret_cast<void*>(r.start + (i * npages / std::min(kSamples, npages)) * kPageSize));
+    }
+    status.assign(pages.size(), -1);
+    if (pages.empty() || move_pages(0, pages.size(), pages.data(), nullptr, status.data(), 0) != 0) return;
+    const int want_node = g_state.placer.node_of_pool(pool_of(want));
+    uint64_t present = 0, matching = 0;
+    for (int st : status) {
+      if (st < 0) continue;  // not touched yet: no page to be anywhere
+      ++present;
+      if (st == want_node) ++matching;
+    }
+    if (present == 0) return;
+    m.checked_bytes += bytes;
+    m.matching_bytes += bytes * matching / present;
+  });
+}
+
+void on_alloc(Manager& m, const ObjectEvent& e) {
+  drain_completions(m, e.time_ns);
+  if (m.relocks != e.relocks) {
+    const bool had_structure = m.relocks != ~uint64_t{0};
+    m.relocks = e.relocks;
+    if (had_structure && m.stage == Stage::kManaged) drop_plan(m, "the step structure changed");
+  }
+  const bool new_step = e.step >= 0 && e.step != m.step;
+  m.executor->on_alloc(ObjectRef{e.slot, e.generation}, e.tag, e.extent_bytes, tier_of_pool(e.pool), e.step, e.event,
+                       e.period);
+  if (new_step) {
+    // The executor has closed the step before this one: was it followed or did it fall back?
+    m.step = e.step;
+    const manage::ExecutorStats& st = m.executor->stats();
+    if (st.fallback_steps != m.fallbacks_seen) {
+      m.fallbacks_in_row += static_cast<uint32_t>(st.fallback_steps - m.fallbacks_seen);
+      m.fallbacks_seen = st.fallback_steps;
+    } else if (st.managed_steps != m.managed_seen) {
+      m.fallbacks_in_row = 0;
+    }
+    m.managed_seen = st.managed_steps;
+    if (m.stage == Stage::kManaged) {
+      if (m.fallbacks_in_row >= kFallbacksBeforeReprofile) {
+        m.fallbacks_in_row = 0;
+        drop_plan(m, "three steps in a row left the plan");
+      } else {
+        adapt_lookahead(m);
+      }
+    }
+  }
+  if (m.stage == Stage::kManaged && m.executor->step_managed()) {
+    ++m.managed_phases;
+    const uint32_t every = g_state.config.placement_check;
+    if (every > 0 && m.managed_phases % every == 0) check_placement(m);
+  }
+}
+
+// SENTINEL_PROFILE_IN: the first whole step after the detector locks is compared with the profile's
+// allocation sequence; a match puts a plan in force without profiling, a mismatch starts the profiler.
+void match_profile(Manager& m, const ObjectEvent& e) {
+  if (e.step < 0 || e.period == 0) return;
+  if (e.period != m.candidate->period) {
+    if (e.step > 2) {
+      log_write(LogLevel::kWarn, ("SENTINEL_PROFILE_IN does not match this program (period " + std::to_string(e.period) +
+                                  ", the profile's " + std::to_string(m.candidate->period) + "): profiling instead")
+                                     .c_str());
+      m.candidate.reset();
+      m.stage = Stage::kProfiling;
+      profiler_set_active(true);
+    }
+    return;
+  }
+  if (m.match_step < 0) {
+    if (e.event != 0) return;
+    m.match_step = e.step;
+  }
+  if (e.step == m.match_step) {
+    ++m.match_events;
+    if (e.event < m.candidate_tags.size() && m.candidate_tags[e.event] == e.tag) ++m.match_hits;
+    return;
+  }
+  const double share = m.match_events == 0 ? 0.0 : static_cast<double>(m.match_hits) / m.match_events;
+  if (share >= kProfileMatchShare) {
+    m.profile = m.candidate;
+    m.step = e.step;
+    plan_and_start(m, "SENTINEL_PROFILE_IN matches");
+  } else {
+    log_write(LogLevel::kWarn, ("SENTINEL_PROFILE_IN does not match this program (" +
+                                std::to_string(static_cast<int>(share * 100)) +
+                                "% of a step's allocations carry the profile's tags): profiling instead")
+                                   .c_str());
+    m.stage = Stage::kProfiling;
+    profiler_set_active(true);
+  }
+  m.candidate.reset();
+}
+
+void load_inputs(Manager& m) {
+  const Config& c = g_state.config;
+  std::string error;
+  if (c.plan_in[0] != '\0') {
+    auto plan = std::make_unique<Plan>();
+    if (read_plan_file(c.plan_in, plan.get(), &error)) {
+      m.given_plan = std::move(plan);
+    } else {
+      log_write(LogLevel::kError, ("SENTINEL_PLAN rejected: " + error + "; Sentinel plans itself").c_str());
+    }
+  }
+  if (c.profile_in[0] != '\0') {
+    auto profile = std::make_shared<StepProfile>();
+    if (read_profile_file(c.profile_in, profile.get(), &error)) {
+      m.candidate = profile;
+      m.candidate_tags = expected_tags(*profile);
+      m.stage = Stage::kMatchingProfile;
+      profiler_set_active(false);
+    } else {
+      log_write(LogLevel::kError, ("SENTINEL_PROFILE_IN rejected: " + error + "; profiling instead").c_str());
+    }
+  }
+  if (c.timeline_path[0] != '\0') {
+    m.timeline_file.open(c.timeline_path, std::ios::out | std::ios::trunc);
+    if (!m.timeline_file) {
+      log_write(LogLevel::kError, "cannot write SENTINEL_TIMELINE");
+    } else {
+      m.timeline = std::make_unique<manage::TimelineWriter>(&m.timeline_file, c.timeline_steps);
+      m.timeline->set_clock(now_ns);
+    }
+  }
+  m.executor = std::make_unique<PlanExecutor>(&m.sink, m.timeline.get());
+  if (m.timeline) m.timeline->attach(m.executor.get());
+}
+
+Manager* create_manager() {
+  auto* m = new Manager();
+  std::string error;
+  resolve_memory_system(g_state.config.tier, &m->mem, &error);  // checked in manager_configure
+  load_inputs(*m);
+  return m;
+}
+
+}  // namespace
+
+bool manager_configure(bool tiered, char* message, size_t cap) noexcept {
+  try {
+    MemorySystem mem;
+    std::string error;
+    if (!resolve_memory_system(g_state.config.tier, &mem, &error)) {
+      std::snprintf(message, cap,
+                    "sentinel: invalid SENTINEL_TIER='%s': accepted cxl, cxl-2m, optane, optane-2m, dram, or a tier "
+                    "file (%s); running as a pass-through allocator",
+                    g_state.config.tier, error.c_str());
+      return false;
+    }
+    if (!tiered) {
+      log_write(LogLevel::kWarn, "managed mode: a single memory node, nothing to move: running as track mode");
+      g_state.config.mode = Mode::kTrack;
+      return true;
+    }
+    g_manager_live.store(true, std::memory_order_release);
+    return true;
+  } catch (...) {
+    std::snprintf(message, cap, "sentinel: managed mode cannot start (out of memory); running as a pass-through allocator");
+    return false;
+  }
+}
+
+void manager_on_event(const ObjectEvent& e, const LiveObjects&) noexcept {
+  if (!g_manager_live.load(std::memory_order_acquire)) return;
+  try {
+    std::lock_guard<std::mutex> lock(g_report_mu);
+    if (g_manager == nullptr) g_manager = create_manager();
+    Manager& m = *g_manager;
+    if (e.kind == ObjectEventKind::kFree) {
+      m.executor->on_free(ObjectRef{e.slot, e.generation});
+      return;
+    }
+    if (e.kind != ObjectEventKind::kAlloc) return;
+    if (m.stage == Stage::kMatchingProfile && m.candidate) match_profile(m, e);
+    on_alloc(m, e);
+  } catch (...) {
+  }
+}
+
+void manager_tick(const LiveObjects&) noexcept {
+  if (!g_manager_live.load(std::memory_order_acquire)) return;
+  try {
+    std::lock_guard<std::mutex> lock(g_report_mu);
+    if (g_manager == nullptr) g_manager = create_manager();
+    Manager& m = *g_manager;
+    drain_completions(m, ~uint64_t{0});
+    if (m.stage != Stage::kProfiling) return;
+    uint64_t completed = 0;
+    std::shared_ptr<const StepProfile> profile = profiler_completed(&completed);
+    if (profile == nullptr || completed == m.profiles_taken) return;
+    m.profiles_taken = completed;
+    m.profile = profile;
+    profiler_set_active(false);  // no sampling while the plan runs; re-armed if the plan is dropped
+    plan_and_start(m, "profile complete");
+  } catch (...) {
+  }
+}
+
+void manager_on_move_finished(uint32_t slot, uint32_t generation, uint8_t to_pool, bool moved) noexcept {
+  if (!g_manager_live.load(std::memory_order_acquire)) return;
+  g_completions.push(Completion{slot, generation, to_pool, moved, now_ns()});
+  wake_service();
+}
+
+void manager_at_exit() noexcept {
+  if (!g_manager_live.load(std::memory_order_acquire)) return;
+  try {
+    std::lock_guard<std::mutex> lock(g_report_mu);
+    if (g_manager == nullptr) return;
+    drain_completions(*g_manager, ~uint64_t{0});
+    if (g_manager->timeline_file.is_open()) g_manager->timeline_file.flush();
+  } catch (...) {
+  }
+}
+
+ManagerReport manager_report() noexcept {
+  ManagerReport r;
+  try {
+    std::lock_guard<std::mutex> lock(g_report_mu);
+    r.enabled = g_manager_live.load(std::memory_order_acquire);
+    if (g_manager == nullptr) {
+      r.stage = r.enabled ? "profiling" : "off";
+      return r;
+    }
+    const Manager& m = *g_manager;
+    const manage::ExecutorStats& st = m.executor->stats();
+    r.stage = stage_name(m.stage);
+    r.plan_source = m.plan_source;
+    r.managed_steps = st.managed_steps;
+    r.fallback_steps = st.fallback_steps;
+    r.plan_fidelity = st.fidelity();
+    r.late_prefetches = st.late_prefetches;
+    r.replans = m.replans;
+    r.plans = m.plans;
+    r.reprofiles = m.reprofiles;
+    r.bytes_migrated = st.bytes_migrated;
+    r.bytes_migrated_per_step =
+        st.managed_steps == 0 ? 0.0 : static_cast<double>(st.bytes_migrated) / static_cast<double>(st.managed_steps);
+    r.planned_bytes_per_step = m.executor->plan() ? m.executor->plan()->planned_migrated_bytes_per_step() : 0;
+    r.plan_budget_bytes = m.plan.summary.budget_bytes;
+    r.plan_modeled_step_ns = m.plan.summary.modeled_step_ns;
+    r.moves_issued = st.moves_issued;
+    r.moves_deferred = st.moves_deferred;
+    r.moves_dropped = st.moves_dropped;
+    r.reconcile_moves = st.reconcile_moves;
+    r.moves_done = st.moves_done;
+    r.moves_failed = st.moves_failed;
+    r.completions_dropped = g_completions.dropped();
+    r.placement_checked_bytes = m.checked_bytes;
+    r.placement_matching_bytes = m.matching_bytes;
+    r.first_managed_step = m.first_managed_step;
+  } catch (...) {
+  }
+  return r;
+}
+
+}  // namespace sentinel::rt

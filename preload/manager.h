@@ -1,0 +1,62 @@
+// Managed mode (SENTINEL_MODE=managed) inside the program: the glue between the plan executor
+// (src/manage/plan_executor.h) and the runtime.
+//
+// Stages: the profiler records SENTINEL_PROFILE_STEPS steps after the warm-up (or SENTINEL_PROFILE_IN gives
+// a recorded profile, used once the running program's tags match it); the planner plans on the service thread
+// for the fast-memory budget and the SENTINEL_TIER model (or SENTINEL_PLAN gives the plan); from the next
+// step on, the allocation path births objects on their planned tier (BirthGate) and the executor issues the
+// plan's evictions and prefetches through the migration engine, which keeps the budget with every move in
+// flight counted on both tiers.
+//
+// Afterwards: a step with late prefetches gets them planned earlier (at most SENTINEL_REPLAN_ROUNDS
+// replans); a step that leaves the plan falls back to first-touch for the rest of that step; a new step
+// structure (the detector re-detects) or three fallback steps in a row drop the plan and profile again.
+//
+// Thread safety: manager_configure() at initialisation; manager_on_move_finished() on the migration engine's
+// thread (never blocks, never allocates); manager_report() from any thread; the rest on the service thread
+// (or at exit, under the dispatcher's lock).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "core/event_ring.h"
+#include "service.h"
+
+namespace sentinel::rt {
+
+// Checks the managed-mode settings (the tier model); false with a one-line message for a bad value. With a
+// single memory node, managed mode says so once and runs as track mode.
+bool manager_configure(bool tiered, char* message, size_t cap) noexcept;
+void manager_on_event(const ObjectEvent& e, const LiveObjects& live) noexcept;
+// After each dispatcher pass: move completions, planning when a profile is ready.
+void manager_tick(const LiveObjects& live) noexcept;
+void manager_on_move_finished(uint32_t slot, uint32_t generation, uint8_t to_pool, bool moved) noexcept;
+void manager_at_exit() noexcept;
+
+struct ManagerReport {
+  bool enabled = false;
+  std::string stage;        // "off", "profiling", "matching-profile", "managed"
+  std::string plan_source;  // "planned", "SENTINEL_PLAN", "" (none yet)
+  uint64_t managed_steps = 0;
+  uint64_t fallback_steps = 0;
+  double plan_fidelity = 1.0;
+  uint64_t late_prefetches = 0;
+  uint64_t replans = 0;
+  uint64_t plans = 0;
+  uint64_t reprofiles = 0;
+  uint64_t bytes_migrated = 0;
+  double bytes_migrated_per_step = 0;
+  uint64_t planned_bytes_per_step = 0;
+  uint64_t plan_budget_bytes = 0;
+  double plan_modeled_step_ns = 0;
+  uint64_t moves_issued = 0, moves_deferred = 0, moves_dropped = 0, reconcile_moves = 0;
+  uint64_t moves_done = 0, moves_failed = 0;
+  uint64_t completions_dropped = 0;
+  uint64_t placement_checked_bytes = 0, placement_matching_bytes = 0;
+  int64_t first_managed_step = -1;
+};
+ManagerReport manager_report() noexcept;
+
+}  // namespace sentinel::rt

@@ -1,0 +1,82 @@
+#include "service.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
+#include <mutex>
+
+#include "logging.h"
+#include "manager.h"
+#include "migrate/futex.h"
+#include "profiler.h"
+#include "runtime.h"
+#include "runtime_state.h"
+
+namespace sentinel::rt {
+namespace {
+
+std::atomic<bool> g_running{false};
+// The dispatcher's lock: the service thread's pass against the exit handler's. Never taken on a program
+// thread's allocation path.
+std::mutex g_dispatch;
+LiveObjects* g_live = nullptr;  // created by the first pass, never destroyed (exit-time frees)
+
+void dispatch_pass() {
+  std::lock_guard<std::mutex> lock(g_dispatch);
+  try {
+    if (g_live == nullptr) g_live = new LiveObjects();
+    LiveObjects& live = *g_live;
+    ObjectEvent e;
+    while (g_state.events.pop(&e)) {
+      if (e.kind == ObjectEventKind::kAborted) continue;
+      const uint64_t key = instance_key(e.slot, e.generation);
+      if (e.kind == ObjectEventKind::kAlloc) live[key] = LiveObject{e.tag, e.site, e.occurrence, e.size, e.extent_bytes};
+      profiler_on_event(e, live);
+      manager_on_event(e, live);
+      if (e.kind == ObjectEventKind::kFree) live.erase(key);
+    }
+    manager_tick(live);
+  } catch (...) {
+    // Out of memory on the service thread: a consumer loses events (it notices: the step structure or its
+    // mirror no longer matches); the program does not.
+  }
+}
+
+void* service_main(void*) {
+  mark_thread_internal();
+  while (g_running.load(std::memory_order_relaxed)) {
+    const uint32_t seen = g_state.service_wake.load(std::memory_order_acquire);
+    dispatch_pass();
+    flush_deferred();
+    migrate::futex_wait(&g_state.service_wake, seen, std::chrono::milliseconds(100));
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+void service_start() noexcept {
+  // Signals stay with the program's threads: the service thread blocks all of them.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  pthread_t thread;
+  g_running.store(true, std::memory_order_relaxed);
+  if (pthread_create(&thread, nullptr, service_main, nullptr) == 0) {
+    pthread_detach(thread);
+  } else {
+    g_running.store(false, std::memory_order_relaxed);
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+void service_drain() noexcept { dispatch_pass(); }
+
+void service_fork_child() noexcept {
+  g_running.store(false, std::memory_order_relaxed);
+  // The parent's service thread may have held the lock at fork: the child has no such thread.
+  new (&g_dispatch) std::mutex();
+}
+
+}  // namespace sentinel::rt

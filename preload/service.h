@@ -1,0 +1,38 @@
+// The service thread: everything of Sentinel's that may allocate, block or take its time runs here, off the
+// program's threads (its own allocations go to the system allocator).
+//
+// One dispatcher drains the object-event ring and hands each event, in step-clock order, to every consumer:
+// the profiler (while it profiles) and the manager (managed mode). Both read the same mirror of the live
+// objects, kept by the dispatcher: an allocation enters it before the consumers see the event, a free
+// leaves it after they have.
+//
+// Thread safety: service_start() once at initialisation; service_drain() from the exit handler (it takes
+// the dispatcher's lock, so it never runs at the same time as the service thread's own pass).
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+
+#include "core/event_ring.h"
+
+namespace sentinel::rt {
+
+struct LiveObject {
+  uint64_t tag = 0;
+  uint64_t site = 0;
+  uint32_t occurrence = 0;
+  uint64_t size = 0;
+  uint64_t extent_bytes = 0;
+};
+// Keyed by (slot << 32) | generation: one life of one extent.
+using LiveObjects = std::unordered_map<uint64_t, LiveObject>;
+
+inline uint64_t instance_key(uint32_t slot, uint32_t generation) { return (uint64_t{slot} << 32) | generation; }
+
+void service_start() noexcept;
+// One dispatcher pass on the calling thread (the exit handler's last look at the events).
+void service_drain() noexcept;
+// In a forked child: the service thread is gone.
+void service_fork_child() noexcept;
+
+}  // namespace sentinel::rt

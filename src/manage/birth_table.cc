@@ -1,0 +1,49 @@
+#include "manage/birth_table.h"
+
+namespace sentinel::manage {
+namespace {
+
+inline uint64_t mix(uint64_t tag) { return tag * 0x9e3779b97f4a7c15ull; }
+
+}  // namespace
+
+void BirthTable::build(const CompiledPlan& plan, int64_t first_step) {
+  period_ = plan.period();
+  first_step_ = first_step;
+  expected_.resize(period_);
+  for (uint32_t k = 0; k < period_; ++k) expected_[k] = plan.expected_tag(k);
+  uint64_t size = 16;
+  while (size < 2 * plan.objects().size()) size *= 2;
+  slots_.assign(size, Slot{});
+  mask_ = size - 1;
+  for (const auto& [tag, o] : plan.objects()) {
+    if (tag == 0) continue;
+    uint64_t i = mix(tag) & mask_;
+    while (slots_[i].tag != 0) i = (i + 1) & mask_;
+    slots_[i] = Slot{tag, o.birth == Tier::kFast ? BirthWant::kFast : BirthWant::kSlow};
+  }
+}
+
+BirthWant BirthTable::lookup(uint64_t tag) const noexcept {
+  if (slots_.empty() || tag == 0) return BirthWant::kFirstTouch;
+  for (uint64_t i = mix(tag) & mask_;; i = (i + 1) & mask_) {
+    if (slots_[i].tag == tag) return slots_[i].want;
+    if (slots_[i].tag == 0) return BirthWant::kFirstTouch;
+  }
+}
+
+BirthDecision BirthGate::decide(int64_t step, uint32_t event, uint32_t period, uint64_t tag) noexcept {
+  BirthDecision d;
+  const BirthTable* t = current();
+  if (t == nullptr || step < t->first_step() || period != t->period() || step == deviated_step_) return d;
+  const uint64_t expected = t->expected_tag(event);
+  if (expected != 0 && expected != tag) {
+    deviated_step_ = step;
+    d.deviated_now = true;
+    return d;
+  }
+  d.want = t->lookup(tag);
+  return d;
+}
+
+}  // namespace sentinel::manage

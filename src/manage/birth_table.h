@@ -1,0 +1,70 @@
+// BirthTable: the part of a plan the allocation path reads. When the program allocates an object, the
+// runtime asks which tier the plan wants it born on, before it picks the extent.
+//
+// The service thread builds a table from a CompiledPlan and publishes it with one atomic pointer store;
+// the allocation path only reads it (no allocation, no lock, no system call). A published table is never
+// freed while the process runs (tables are small, and replans are bounded), so a reader never sees freed
+// memory.
+//
+// BirthGate holds the allocation path's view of the current step: a step whose allocation at event k
+// does not carry the tag the plan expects there has left the plan, and every later birth of that step
+// is first-touch (the executor on the service thread applies the same rule to its moves).
+//
+// Thread safety: BirthTable is immutable after build(). BirthGate::decide must be serialised by the
+// caller (the runtime calls it under its step-clock lock); publish() and current() may be called from
+// any thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "manage/compiled_plan.h"
+
+namespace sentinel::manage {
+
+enum class BirthWant : uint8_t { kFirstTouch, kFast, kSlow };
+
+class BirthTable {
+ public:
+  // The table applies from step `first_step` on (the step at which the plan takes over).
+  void build(const CompiledPlan& plan, int64_t first_step);
+
+  uint32_t period() const noexcept { return period_; }
+  int64_t first_step() const noexcept { return first_step_; }
+  uint64_t expected_tag(uint32_t event) const noexcept { return event < period_ ? expected_[event] : 0; }
+  // kFirstTouch for a tag the plan does not know.
+  BirthWant lookup(uint64_t tag) const noexcept;
+
+ private:
+  struct Slot {
+    uint64_t tag = 0;  // 0 = empty (tags are never 0: see make_tag)
+    BirthWant want = BirthWant::kFirstTouch;
+  };
+  uint32_t period_ = 0;
+  int64_t first_step_ = 0;
+  uint64_t mask_ = 0;
+  std::vector<uint64_t> expected_;
+  std::vector<Slot> slots_;  // open addressing, power-of-two size, at most half full
+};
+
+struct BirthDecision {
+  BirthWant want = BirthWant::kFirstTouch;
+  bool deviated_now = false;  // this event is where the step left the plan
+};
+
+class BirthGate {
+ public:
+  constexpr BirthGate() = default;
+  void publish(const BirthTable* table) noexcept { table_.store(table, std::memory_order_release); }
+  const BirthTable* current() const noexcept { return table_.load(std::memory_order_acquire); }
+
+  // The tier for an object allocated with `tag` at (step, event) while the detector's period is `period`.
+  BirthDecision decide(int64_t step, uint32_t event, uint32_t period, uint64_t tag) noexcept;
+
+ private:
+  std::atomic<const BirthTable*> table_{nullptr};
+  int64_t deviated_step_ = -1;  // guarded by the caller's lock
+};
+
+}  // namespace sentinel::manage

@@ -1,0 +1,82 @@
+// CompiledPlan: a Plan arranged for execution on the step clock, together with what the runtime needs
+// to check it against the running program (the profile the plan was made from).
+//
+// Built on the service thread from a Plan and the ProfileIndex of its profile; read by the plan
+// executor (plan_executor.h) and, through BirthTable (birth_table.h), by the allocation path.
+//
+// What it holds, per event k of the step (0..period-1):
+//  - expected_tag[k]: the tag of the non-persistent object the profiled step allocated at event k (0 when
+//    the profile has none there). A running step whose allocation at event k has another tag has left the
+//    plan (a deviation: an evaluation pass, another batch shape, a stray allocation that shifts the clock).
+//  - moves[k]: the plan's migrations issued right after the allocation of event k, in channel order, each
+//    with the phase of the next access it serves (prefetches), so the executor can tell a late prefetch.
+//  - fast_uses[k]: (tag, bytes) of the objects that the plan wants on the fast tier in phase k and that the
+//    profile saw accessed in phase k: the bytes whose placement matters in that phase. plan_fidelity is
+//    measured over these.
+// and per tag its birth tier, its extent bytes and whether it is persistent (alive across steps).
+//
+// Thread safety: immutable after compile(); concurrent readers are fine.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "plan/plan.h"
+#include "plan/profile_index.h"
+
+namespace sentinel::manage {
+
+struct PlannedMove {
+  uint64_t tag = 0;
+  MoveKind kind = MoveKind::kEvict;
+  // Prefetches: the phase of the first access at or after the issue event (cyclic), and how many step
+  // boundaries lie between issue and that phase (0 or 1). kNoUse when the profile saw no later access.
+  uint32_t need_phase = kNoUse;
+  uint32_t need_step_offset = 0;
+  static constexpr uint32_t kNoUse = 0xffffffffu;
+};
+
+struct FastUse {
+  uint64_t tag = 0;
+  uint64_t bytes = 0;
+};
+
+struct PlannedObject {
+  Tier birth = Tier::kSlow;
+  uint64_t bytes = 0;        // extent bytes
+  bool persistent = false;
+  uint32_t birth_event = 0;  // non-persistent objects
+};
+
+class CompiledPlan {
+ public:
+  // `extent_of(size)` gives the bytes an object of `size` occupies (the heap's extent size). Returns false
+  // with *error when the plan does not fit the profile (period, unknown tags).
+  using ExtentOf = uint64_t (*)(uint64_t size);
+  bool compile(const Plan& plan, const ProfileIndex& index, ExtentOf extent_of, std::string* error);
+
+  uint32_t period() const { return period_; }
+  const std::string& policy() const { return policy_; }
+  uint64_t budget_bytes() const { return budget_bytes_; }
+  uint64_t expected_tag(uint32_t event) const { return expected_tag_[event]; }
+  const std::vector<PlannedMove>& moves_at(uint32_t event) const { return moves_[event]; }
+  const std::vector<FastUse>& fast_uses(uint32_t phase) const { return fast_uses_[phase]; }
+  // nullptr for a tag the plan does not know.
+  const PlannedObject* object(uint64_t tag) const;
+  const std::unordered_map<uint64_t, PlannedObject>& objects() const { return objects_; }
+  uint64_t planned_migrated_bytes_per_step() const { return migrated_bytes_; }
+
+ private:
+  uint32_t period_ = 0;
+  std::string policy_;
+  uint64_t budget_bytes_ = 0;
+  uint64_t migrated_bytes_ = 0;
+  std::vector<uint64_t> expected_tag_;
+  std::vector<std::vector<PlannedMove>> moves_;
+  std::vector<std::vector<FastUse>> fast_uses_;
+  std::unordered_map<uint64_t, PlannedObject> objects_;
+};
+
+}  // namespace sentinel::manage

@@ -1,0 +1,242 @@
+#include "manage/plan_executor.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "fake_sink.h"
+#include "test_profiles.h"
+
+namespace sentinel::manage {
+namespace {
+
+using test::FakeSink;
+uint64_t same(uint64_t size) { return size; }
+
+constexpr uint64_t kW = 0x10, kA = 0x20, kB = 0x30, kC = 0x40;
+
+// Period 4. W persistent (1000 bytes) used in phases 0 and 3; A born at 0 (used 0, 3, dies 3);
+// B born at 1 (used 1, 2, dies 2); C born at 2 (used 2, dies 3).
+class ExecutorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string error;
+    ASSERT_TRUE(index_.build(sentinel::test::make_profile(
+                                 4, 1000,
+                                 {sentinel::test::persistent(kW, 1000, 4, {0, 3}), sentinel::test::object(kA, 4000, 0, 3, {0, 3}),
+                                  sentinel::test::object(kB, 2000, 1, 2, {1, 2}), sentinel::test::object(kC, 500, 2, 3, {2})}),
+                             &error))
+        << error;
+    plan_.policy = "test";
+    plan_.period = 4;
+    plan_.events.assign(4, {});
+    plan_.birth_tier = {{kW, Tier::kFast}, {kA, Tier::kFast}, {kB, Tier::kFast}, {kC, Tier::kFast}};
+    plan_.events[1] = {{kA, MoveKind::kEvict}};     // A's gap: 1..2
+    plan_.events[2] = {{kA, MoveKind::kPrefetch}};  // back for phase 3
+  }
+  std::shared_ptr<const CompiledPlan> compile() {
+    auto cp = std::make_shared<CompiledPlan>();
+    std::string error;
+    EXPECT_TRUE(cp->compile(plan_, index_, same, &error)) << error;
+    return cp;
+  }
+  // Runs the allocations and frees of one step as the profile has them; births on their planned tier.
+  void run_step(PlanExecutor& ex, FakeSink& sink, int64_t step, uint32_t slot_base, bool complete_moves) {
+    const uint64_t tags[4] = {kA, kB, kC, 0};
+    const uint64_t sizes[4] = {4000, 2000, 500, 0};
+    for (uint32_t e = 0; e < 3; ++e) {
+      // Deaths first: B dies at the end of phase 2 (before event 3 there is no event: freed at step end).
+      ASSERT_TRUE(sink.birth_fast(sizes[e]));
+      ex.on_alloc(ObjectRef{slot_base + e, 1}, tags[e], sizes[e], Tier::kFast, step, e, 4);
+      if (complete_moves)
+        while (!sink.queue.empty()) sink.complete_next(ex);
+    }
+    for (uint32_t e = 0; e < 3; ++e) {
+      Tier t;
+      bool moving;
+      if (!ex.tier_of(tags[e], &t, &moving)) continue;
+      if (t == Tier::kFast && !moving) sink.free_fast(sizes[e]);
+      ex.on_free(ObjectRef{slot_base + e, 1});
+    }
+  }
+  ProfileIndex index_;
+  Plan plan_;
+};
+
+TEST_F(ExecutorTest, IssuesThePlansMovesInOrderAtTheirEvents) {
+  FakeSink sink(1 << 20);
+  PlanExecutor ex(&sink);
+  ex.start(compile(), 0);
+  ex.on_alloc(ObjectRef{1, 1}, kW, 1000, Tier::kFast, -1, 0, 0);
+  ASSERT_TRUE(sink.birth_fast(1000));
+  run_step(ex, sink, 0, 10, true);
+  ASSERT_EQ(sink.issued.size(), 2u);
+  EXPECT_EQ(sink.issued[0].ref.slot, 10u);
+  EXPECT_EQ(sink.issued[0].to, Tier::kSlow);
+  EXPECT_EQ(sink.issued[1].to, Tier::kFast);
+  EXPECT_EQ(ex.stats().moves_done, 2u);
+  EXPECT_EQ(ex.stats().bytes_migrated, 8000u);
+  run_step(ex, sink, 1, 20, true);  // closes step 0
+  EXPECT_EQ(ex.stats().managed_steps, 1u);
+  EXPECT_EQ(ex.stats().fallback_steps, 0u);
+}
+
+TEST_F(ExecutorTest, NoMovesBeforeTheFirstManagedStep) {
+  FakeSink sink(1 << 20);
+  PlanExecutor ex(&sink);
+  ex.start(compile(), 5);
+  run_step(ex, sink, 4, 10, true);
+  EXPECT_TRUE(sink.issued.empty());
+  run_step(ex, sink, 5, 20, true);
+  EXPECT_EQ(sink.issued.size(), 2u);
+}
+
+TEST_F(ExecutorTest, ARefusedPrefetchWaitsForTheRoomAndKeepsTheOrder) {
+  // Budget 4600: A (4000) + B (2000) cannot both be fast; the plan's births at 0 and 1 overflow, so B is
+  // born slow here; A's eviction at 1 then its prefetch at 2 must wait for the eviction to complete.
+  FakeSink sink(4600);
+  PlanExecutor ex(&sink);
+  ex.start(compile(), 0);
+  ASSERT_TRUE(sink.birth_fast(4000));
+  ex.on_alloc(ObjectRef{10, 1}, kA, 4000, Tier::kFast, 0, 0, 4);
+  ex.on_alloc(ObjectRef{11, 1}, kB, 2000, Tier::kSlow, 0, 1, 4);  // evict A issued
+  ASSERT_EQ(sink.issued.size(), 1u);
+  ex.on_alloc(ObjectRef{12, 1}, kC, 500, Tier::kSlow, 0, 2, 4);   // prefetch A: A is still moving away
+  EXPECT_EQ(sink.issued.size(), 1u);
+  EXPECT_EQ(ex.stats().moves_deferred, 1u);
+  sink.complete_next(ex);  // the eviction ends: the waiting prefetch goes out
+  ASSERT_EQ(sink.issued.size(), 2u);
+  EXPECT_EQ(sink.issued[1].to, Tier::kFast);
+  EXPECT_LE(sink.peak_fast, 4600u);
+}
+
+TEST_F(ExecutorTest, BudgetHoldsAtEveryInstantWhateverTheSinkRefuses) {
+  FakeSink sink(4500);
+  PlanExecutor ex(&sink);
+  ex.start(compile(), 0);
+  for (int64_t step = 0; step < 6; ++step) {
+    const uint64_t tags[3] = {kA, kB, kC};
+    const uint64_t sizes[3] = {4000, 2000, 500};
+    for (uint32_t e = 0; e < 3; ++e) {
+      const bool fast = sink.birth_fast(sizes[e]);
+      ex.on_alloc(ObjectRef{100 + e, static_cast<uint32_t>(step + 1)}, tags[e], sizes[e],
+                  fast ? Tier::kFast : Tier::kSlow, step, e, 4);
+      if (!sink.queue.empty() && e % 2 == 0) sink.complete_next(ex);
+      EXPECT_LE(sink.fast, 4500u);
+    }
+    while (!sink.queue.empty()) sink.complete_next(ex);
+    for (uint32_t e = 0; e < 3; ++e) {
+      Tier t;
+      bool moving;
+      ASSERT_TRUE(ex.tier_of(tags[e], &t, &moving));
+      if (t == Tier::kFast) sink.free_fast(sizes[e]);
+      ex.on_free(ObjectRef{100 + e, static_cast<uint32_t>(step + 1)});
+    }
+    EXPECT_EQ(sink.fast, 0u);
+  }
+  EXPECT_LE(sink.peak_fast, 4500u);
+}
+
+TEST_F(ExecutorTest, APrefetchNotDoneWhenItsPhaseBeginsIsLate) {
+  // A's prefetch is issued at event 2 for phase 3; the program's next event after 2 is event 0 of the
+  // next step, so make phase 3 have an event: a 5-phase variant with an object born at 3.
+  std::string error;
+  ASSERT_TRUE(index_.build(sentinel::test::make_profile(
+                               5, 1000,
+                               {sentinel::test::object(kA, 4000, 0, 3, {0, 3}), sentinel::test::object(kB, 2000, 1, 2, {1, 2}),
+                                sentinel::test::object(kC, 500, 2, 3, {2}), sentinel::test::object(0x50, 100, 3, 4, {3})}),
+                           &error))
+      << error;
+  plan_.period = 5;
+  plan_.events.assign(5, {});
+  plan_.events[1] = {{kA, MoveKind::kEvict}};
+  plan_.events[2] = {{kA, MoveKind::kPrefetch}};
+  FakeSink sink(1 << 20);
+  PlanExecutor ex(&sink);
+  ex.start(compile(), 0);
+  ex.on_alloc(ObjectRef{10, 1}, kA, 4000, Tier::kFast, 0, 0, 5);
+  ex.on_alloc(ObjectRef{11, 1}, kB, 2000, Tier::kFast, 0, 1, 5);
+  sink.complete_next(ex);  // eviction done
+  ex.on_alloc(ObjectRef{12, 1}, kC, 500, Tier::kFast, 0, 2, 5);
+  ex.on_alloc(ObjectRef{13, 1}, 0x50, 100, Tier::kFast, 0, 3, 5);  // prefetch still queued: late
+  EXPECT_EQ(ex.stats().late_prefetches, 1u);
+  EXPECT_EQ(ex.take_late_tags(), std::vector<uint64_t>{kA});
+  EXPECT_TRUE(ex.take_late_tags().empty());
+  // Fidelity: A was planned fast and used in phases 0 and 3; on fast in 0, not in 3. B in 1 and C in 2 were.
+  // (The object born at 3 has no planned tier: born slow, not a fast use.)
+  EXPECT_EQ(ex.stats().fast_use_bytes, 4000u + 2000u + 2000u + 500u + 4000u);
+  EXPECT_EQ(ex.stats().fast_use_bytes_on_fast, 4000u + 2000u + 2000u + 500u);
+}
+
+TEST_F(ExecutorTest, ADeviatingStepFallsBackAndTheNextIsManagedAgain) {
+  FakeSink sink(1 << 20);
+  PlanExecutor ex(&sink);
+  ex.start(compile(), 0);
+  ex.on_alloc(ObjectRef{10, 1}, kA, 4000, Tier::kFast, 0, 0, 4);
+  ex.on_alloc(ObjectRef{11, 1}, 0xbad, 2000, Tier::kFast, 0, 1, 4);  // an evaluation pass, say
+  ex.on_alloc(ObjectRef{12, 1}, kC, 500, Tier::kFast, 0, 2, 4);
+  EXPECT_TRUE(sink.issued.empty());  // A's eviction at event 1 was not issued
+  ex.on_free(ObjectRef{10, 1});
+  ex.on_free(ObjectRef{11, 1});
+  ex.on_free(ObjectRef{12, 1});
+  run_step(ex, sink, 1, 20, true);
+  run_step(ex, sink, 2, 30, true);
+  EXPECT_EQ(ex.stats().fallback_steps, 1u);
+  EXPECT_EQ(ex.stats().managed_steps, 1u);
+  EXPECT_EQ(sink.issued.size(), 4u);
+}
+
+TEST_F(ExecutorTest, PersistentObjectsAreBroughtToTheirPlannedTierAtStepStart) {
+  plan_.birth_tier[kW] = Tier::kSlow;
+  FakeSink sink(1 << 20);
+  PlanExecutor ex(&sink);
+  ex.on_alloc(ObjectRef{1, 1}, kW, 1000, Tier::kFast, -1, 0, 0);  // born before any plan, first-touch fast
+  ex.start(compile(), 3);
+  run_step(ex, sink, 3, 10, false);
+  ASSERT_FALSE(sink.issued.empty());
+  EXPECT_EQ(sink.issued[0].ref.slot, 1u);
+  EXPECT_EQ(sink.issued[0].to, Tier::kSlow);
+  EXPECT_EQ(ex.stats().reconcile_moves, 1u);
+}
+
+TEST_F(ExecutorTest, MovesStillWaitingAtStepEndAreDropped) {
+  FakeSink sink(1 << 20);
+  sink.refuse_all = true;
+  PlanExecutor ex(&sink);
+  ex.start(compile(), 0);
+  ex.on_alloc(ObjectRef{10, 1}, kA, 4000, Tier::kFast, 0, 0, 4);
+  ex.on_alloc(ObjectRef{11, 1}, kB, 2000, Tier::kFast, 0, 1, 4);  // A's eviction is refused: it waits
+  EXPECT_EQ(ex.stats().moves_deferred, 1u);
+  ex.on_alloc(ObjectRef{20, 2}, kA, 4000, Tier::kFast, 1, 0, 4);  // the next step begins
+  EXPECT_EQ(ex.stats().moves_issued, 0u);
+  EXPECT_EQ(ex.stats().moves_dropped, 1u);
+}
+
+TEST_F(ExecutorTest, AMoveBackCancelsAWaitingMove) {
+  FakeSink sink(1 << 20);
+  sink.refuse_all = true;
+  PlanExecutor ex(&sink);
+  ex.start(compile(), 0);
+  ex.on_alloc(ObjectRef{10, 1}, kA, 4000, Tier::kFast, 0, 0, 4);
+  ex.on_alloc(ObjectRef{11, 1}, kB, 2000, Tier::kFast, 0, 1, 4);  // A's eviction waits
+  ex.on_alloc(ObjectRef{12, 1}, kC, 500, Tier::kFast, 0, 2, 4);   // A's prefetch: A is fast already
+  Tier t;
+  ASSERT_TRUE(ex.intended_tier(kA, &t));
+  EXPECT_EQ(t, Tier::kFast);
+  ex.on_alloc(ObjectRef{20, 2}, kA, 4000, Tier::kFast, 1, 0, 4);
+  EXPECT_EQ(ex.stats().moves_dropped, 0u);
+}
+
+TEST_F(ExecutorTest, StopEndsManagement) {
+  FakeSink sink(1 << 20);
+  PlanExecutor ex(&sink);
+  ex.start(compile(), 0);
+  ex.on_alloc(ObjectRef{10, 1}, kA, 4000, Tier::kFast, 0, 0, 4);
+  ex.stop();
+  ex.on_alloc(ObjectRef{11, 1}, kB, 2000, Tier::kFast, 0, 1, 4);
+  EXPECT_TRUE(sink.issued.empty());
+  EXPECT_FALSE(ex.has_plan());
+}
+
+}  // namespace
+}  // namespace sentinel::manage

@@ -91,6 +91,13 @@ const char* stage_name(Stage s) {
 }
 
 constexpr uint32_t kFallbacksBeforeReprofile = 3;
+constexpr uint32_t kDeviationsLogged = 5;
+
+std::string hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
 constexpr double kProfileMatchShare = 0.9;
 
 struct Manager {
@@ -120,6 +127,7 @@ struct Manager {
   int64_t step = -1;
   uint64_t relocks = ~uint64_t{0};
   uint64_t fallbacks_seen = 0, managed_seen = 0;
+  uint32_t deviations_logged = 0;
   uint32_t fallbacks_in_row = 0;
   bool replan_saturated = false;
   uint64_t replans = 0, plans = 0, reprofiles = 0;
@@ -221,18 +229,35 @@ void drop_plan(Manager& m, const char* why) {
   log_write(LogLevel::kInfo, (std::string("managed mode: ") + why + ": profiling again").c_str());
 }
 
-// Late prefetches of the step that ended: planned earlier, in bounded rounds, until none is late or the
-// plan stops changing.
-void adapt_lookahead(Manager& m) {
+// The migration bandwidth the engine really achieves (bytes per ns), once it has moved enough to tell;
+// 0 while it has not.
+double measured_migration_bw() {
+  constexpr uint64_t kEnoughBytes = 4ull << 20;
+  const MigrationReport mig = migration_report();
+  const uint64_t bytes = mig.engine.bytes_to_fast + mig.engine.bytes_to_slow;
+  if (bytes < kEnoughBytes || mig.engine.move_ns == 0) return 0;
+  return static_cast<double>(bytes) / static_cast<double>(mig.engine.move_ns);
+}
+
+// After a managed step: late prefetches are planned earlier, in bounded rounds, until none is late or the
+// plan stops changing; a migration channel much slower than the tier model assumed (a loaded machine, an
+// emulator) is planned with the bandwidth measured.
+void adapt_plan(Manager& m) {
   const std::vector<uint64_t> late = m.executor->take_late_tags();
-  if (late.empty() || m.replan_saturated || m.replans >= g_state.config.replan_rounds || m.plan_source != "planned") {
-    return;
-  }
+  if (m.replans >= g_state.config.replan_rounds || m.plan_source != "planned") return;
+  const double measured = measured_migration_bw();
+  const bool slow_channel = measured > 0 && measured < 0.7 * m.mem.migration_bw_gbps;
+  if (slow_channel) m.mem.migration_bw_gbps = measured;
+  if (!slow_channel && (late.empty() || m.replan_saturated)) return;
   for (uint64_t tag : late) ++m.planner.extra_lookahead_phases[tag];
   Plan before = m.plan;
   ++m.replans;
-  if (!plan_and_start(m, ("late prefetches (" + std::to_string(late.size()) + ")").c_str())) return;
-  if (m.plan.events == before.events && m.plan.birth_tier == before.birth_tier) m.replan_saturated = true;
+  const std::string why = slow_channel ? "migration measured at " + std::to_string(measured) + " GB/s"
+                                       : "late prefetches (" + std::to_string(late.size()) + ")";
+  if (!plan_and_start(m, why.c_str())) return;
+  if (!slow_channel && m.plan.events == before.events && m.plan.birth_tier == before.birth_tier) {
+    m.replan_saturated = true;
+  }
 }
 
 // Where the kernel really has the pages of every live object the plan has an opinion on: a sample of pages
@@ -275,8 +300,19 @@ void on_alloc(Manager& m, const ObjectEvent& e) {
     if (had_structure && m.stage == Stage::kManaged) drop_plan(m, "the step structure changed");
   }
   const bool new_step = e.step >= 0 && e.step != m.step;
+  const bool was_deviated = m.executor->step_deviated();
   m.executor->on_alloc(ObjectRef{e.slot, e.generation}, e.tag, e.extent_bytes, tier_of_pool(e.pool), e.step, e.event,
                        e.period);
+  if (!was_deviated && m.executor->step_deviated() && m.deviations_logged < kDeviationsLogged) {
+    ++m.deviations_logged;
+    const CompiledPlan* plan = m.executor->plan();
+    log_write(LogLevel::kInfo, ("managed mode: step " + std::to_string(e.step) + " left the plan at event " +
+                                std::to_string(e.event) + " (period " + std::to_string(e.period) + "; tag " +
+                                hex(e.tag) + ", the plan expects " +
+                                hex(plan && e.event < plan->period() ? plan->expected_tag(e.event) : 0) +
+                                "): first-touch until the step ends")
+                                   .c_str());
+  }
   if (new_step) {
     // The executor has closed the step before this one: was it followed or did it fall back?
     m.step = e.step;
@@ -293,7 +329,7 @@ void on_alloc(Manager& m, const ObjectEvent& e) {
         m.fallbacks_in_row = 0;
         drop_plan(m, "three steps in a row left the plan");
       } else {
-        adapt_lookahead(m);
+        adapt_plan(m);
       }
     }
   }
@@ -325,7 +361,9 @@ void match_profile(Manager& m, const ObjectEvent& e) {
   }
   if (e.step == m.match_step) {
     ++m.match_events;
-    if (e.event < m.candidate_tags.size() && m.candidate_tags[e.event] == e.tag) ++m.match_hits;
+    if (e.event < m.candidate_tags.size() && m.candidate_tags[e.event] == manage::plan_tag(e.tag, m.candidate_tags[e.event])) {
+      ++m.match_hits;
+    }
     return;
   }
   const double share = m.match_events == 0 ? 0.0 : static_cast<double>(m.match_hits) / m.match_events;
@@ -502,6 +540,7 @@ ManagerReport manager_report() noexcept {
     r.placement_checked_bytes = m.checked_bytes;
     r.placement_matching_bytes = m.matching_bytes;
     r.first_managed_step = m.first_managed_step;
+    r.migration_bw_gbps = m.mem.migration_bw_gbps;
   } catch (...) {
   }
   return r;

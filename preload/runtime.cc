@@ -127,6 +127,9 @@ __attribute__((noinline)) void* alloc_object(size_t size, size_t align, bool* ze
   const uint64_t request = reserve > size ? reserve : size;
   const uint64_t extent = place::extent_bytes_for(request);
   const place::Decision d = s.placer.choose(extent, c.want);
+  if (c.want == place::Want::kFast && d.forced_slow) {
+    s.counters.planned_fast_forced_slow.fetch_add(1, std::memory_order_relaxed);
+  }
   const uint32_t slot = s.heap.allocate(request, align, d.pool, &fresh_zero);
   if (slot == kNoSlot) {
     s.placer.release(d.pool, extent);

@@ -34,6 +34,7 @@ struct Counters {
   std::atomic<uint64_t> inplace_reallocs{0};
   std::atomic<uint64_t> step_marks{0};
   std::atomic<uint64_t> plan_deviations{0};  // allocations where a managed step left its plan
+  std::atomic<uint64_t> planned_fast_forced_slow{0};  // the plan said fast, the budget had no room
 };
 
 struct State {

@@ -26,6 +26,7 @@ void add_run(Json& j, const State& s) {
   j["runtime_seconds"] = static_cast<double>(now_ns() - s.start_ns) / 1e9;
   j["min_object_bytes"] = s.config.min_object;
   j["steps_detected"] = d.complete_steps();
+  j["last_step_index"] = d.step_index();
   j["step_detection"] = d.explicit_marks() ? "marked" : (d.locked() ? "automatic" : "none");
   j["step_period_events"] = d.period();
   j["step_redetections"] = d.relocks();
@@ -100,6 +101,8 @@ void add_managed(Json& j, const State& s) {
   j["managed_steps"] = m.managed_steps;
   j["fallback_steps"] = m.fallback_steps;
   j["plan_deviations"] = s.counters.plan_deviations.load();
+  j["planned_fast_forced_slow"] = s.counters.planned_fast_forced_slow.load();
+  j["migration_bw_planned_gbps"] = m.migration_bw_gbps;
   j["plan_fidelity"] = m.plan_fidelity;
   j["late_prefetches"] = m.late_prefetches;
   j["replans"] = m.replans;

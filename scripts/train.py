@@ -82,6 +82,10 @@ def main():
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--mark-steps", action="store_true",
                    help="tell Sentinel where steps begin (sentinel_step_begin) instead of detecting them")
+    p.add_argument("--eval-every", type=int, default=0,
+                   help="after every K-th step, an evaluation pass (torch.no_grad) on a fresh batch")
+    p.add_argument("--odd-batch-every", type=int, default=0,
+                   help="every K-th step trains on a batch of half the size (a ragged last batch, say)")
     p.add_argument("--out", help="write losses and step times as JSON here")
     p.add_argument("--quiet", action="store_true")
     args = p.parse_args()
@@ -103,13 +107,16 @@ def main():
         if step_begin is None:
             print("note: Sentinel is not loaded; --mark-steps has no effect", file=sys.stderr)
 
-    losses, times = [], []
+    losses, times, eval_losses = [], [], []
     for step in range(args.steps):
         if step_begin is not None:
             step_begin()
         t0 = time.perf_counter()
-        x = torch.randn(shape, generator=data_gen)
-        y = torch.randint(0, args.classes, (args.batch,), generator=data_gen)
+        batch = args.batch
+        if args.odd_batch_every and (step + 1) % args.odd_batch_every == 0:
+            batch = max(1, args.batch // 2)
+        x = torch.randn((batch,) + tuple(shape[1:]), generator=data_gen)
+        y = torch.randint(0, args.classes, (batch,), generator=data_gen)
         opt.zero_grad()
         loss = loss_fn(model(x), y)
         loss.backward()
@@ -119,6 +126,13 @@ def main():
         losses.append(value.hex())
         if not args.quiet:
             print(f"step {step} loss {value:.6f} ({value.hex()}) {times[-1] * 1e3:.1f} ms", flush=True)
+        if args.eval_every and (step + 1) % args.eval_every == 0:
+            model.eval()
+            with torch.no_grad():
+                xe = torch.randn(shape, generator=data_gen)
+                ye = torch.randint(0, args.classes, (args.batch,), generator=data_gen)
+                eval_losses.append(loss_fn(model(xe), ye).item().hex())
+            model.train()
 
     steady = sorted(times[1:]) or times
     median_ms = steady[len(steady) // 2] * 1e3
@@ -127,7 +141,7 @@ def main():
     if args.out:
         with open(args.out, "w") as f:
             json.dump({"model": args.model, "steps": args.steps, "losses": losses,
-                       "step_seconds": times}, f)
+                       "eval_losses": eval_losses, "step_seconds": times}, f)
 
 
 if __name__ == "__main__":

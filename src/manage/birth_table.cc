@@ -37,7 +37,8 @@ BirthDecision BirthGate::decide(int64_t step, uint32_t event, uint32_t period, u
   const BirthTable* t = current();
   if (t == nullptr || step < t->first_step() || period != t->period() || step == deviated_step_) return d;
   const uint64_t expected = t->expected_tag(event);
-  if (expected != 0 && expected != tag) {
+  tag = plan_tag(tag, expected);
+  if (event >= t->period() || (expected != 0 && expected != tag)) {
     deviated_step_ = step;
     d.deviated_now = true;
     return d;

@@ -50,6 +50,12 @@ struct PlannedObject {
   uint32_t birth_event = 0;  // non-persistent objects
 };
 
+// The tag under which the plan knows an object the program allocated with `tag` at an event where the plan
+// expects `expected`. A step-local object whose call-site and occurrence equal those of a persistent
+// object (a gradient buffer allocated in the first step and kept, say) has the persistent object's tag; the
+// profile records it under a derived tag (ProfileBuilder::derived_tag), and so must the runtime.
+uint64_t plan_tag(uint64_t tag, uint64_t expected);
+
 class CompiledPlan {
  public:
   // `extent_of(size)` gives the bytes an object of `size` occupies (the heap's extent size). Returns false
@@ -60,15 +66,18 @@ class CompiledPlan {
   uint32_t period() const { return period_; }
   const std::string& policy() const { return policy_; }
   uint64_t budget_bytes() const { return budget_bytes_; }
-  uint64_t expected_tag(uint32_t event) const { return expected_tag_[event]; }
-  const std::vector<PlannedMove>& moves_at(uint32_t event) const { return moves_[event]; }
-  const std::vector<FastUse>& fast_uses(uint32_t phase) const { return fast_uses_[phase]; }
+  // Events and phases at or past the period have nothing (0, empty).
+  uint64_t expected_tag(uint32_t event) const { return event < period_ ? expected_tag_[event] : 0; }
+  const std::vector<PlannedMove>& moves_at(uint32_t event) const { return event < period_ ? moves_[event] : kNoMoves; }
+  const std::vector<FastUse>& fast_uses(uint32_t phase) const { return phase < period_ ? fast_uses_[phase] : kNoUses; }
   // nullptr for a tag the plan does not know.
   const PlannedObject* object(uint64_t tag) const;
   const std::unordered_map<uint64_t, PlannedObject>& objects() const { return objects_; }
   uint64_t planned_migrated_bytes_per_step() const { return migrated_bytes_; }
 
  private:
+  static inline const std::vector<PlannedMove> kNoMoves{};
+  static inline const std::vector<FastUse> kNoUses{};
   uint32_t period_ = 0;
   std::string policy_;
   uint64_t budget_bytes_ = 0;

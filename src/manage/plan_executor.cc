@@ -51,7 +51,7 @@ void PlanExecutor::reconcile_persistent() {
   for (Tier target : {Tier::kSlow, Tier::kFast}) {
     for (auto& [key, o] : live_) {
       const PlannedObject* po = plan_->object(o.tag);
-      if (po == nullptr || !po->persistent || po->birth != target) continue;
+      if (po == nullptr || !po->persistent || po->birth != target || o.failures >= kMaxFailures) continue;
       if (o.moving ? o.moving_to == target : o.tier == target) continue;
       issue(o, target, true);
     }
@@ -130,8 +130,9 @@ void PlanExecutor::measure_fidelity(uint32_t phase) {
 
 void PlanExecutor::on_alloc(ObjectRef ref, uint64_t tag, uint64_t bytes, Tier tier, int64_t step, uint32_t event,
                             uint32_t period) {
-  if (step >= 0 && step != step_) begin_step(step, period);
   phase_ = event;
+  if (step >= 0 && step != step_) begin_step(step, period);
+  if (plan_ != nullptr && event < plan_->period()) tag = plan_tag(tag, plan_->expected_tag(event));
   Live o;
   o.ref = ref;
   o.tag = tag;
@@ -141,8 +142,10 @@ void PlanExecutor::on_alloc(ObjectRef ref, uint64_t tag, uint64_t bytes, Tier ti
   by_tag_[tag] = ref.key();
   if (!step_managed_ || step_deviated_ || step != step_) return;
 
+  // A step longer than the plan's (the detector counts on while it waits for the step's end) or with
+  // another allocation at this event has left the plan.
   const uint64_t expected = plan_->expected_tag(event);
-  if ((expected != 0 && expected != tag) || period != plan_->period()) {
+  if (event >= plan_->period() || period != plan_->period() || (expected != 0 && expected != tag)) {
     step_deviated_ = true;
     waiting_.clear();
     observer_->on_deviation(step_, event);
@@ -180,6 +183,7 @@ void PlanExecutor::on_move_done(ObjectRef ref, Tier to, bool moved) {
     Live& o = it->second;
     o.moving = false;
     if (moved) o.tier = to;
+    o.failures = moved ? 0 : o.failures + 1;
     observer_->on_move_finished(step_, phase_, o.tag, to, moved);
   }
   if (moved) {

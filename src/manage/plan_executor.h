@@ -11,7 +11,8 @@
 //    starts over.
 //  - At the start of every managed step, persistent objects that are not on their planned step-start tier
 //    are moved there (evictions first): after a fallback step, a refused move or a failed one, the plan
-//    catches up within one step.
+//    catches up within one step. An object whose moves failed kMaxFailures times in a row is left where it
+//    is (a full node, pages the kernel will not move): retrying every step would only burn the channel.
 //  - Moves are issued in plan order, one channel, first in first out. A move the sink refuses (the fast
 //    budget has no room yet, typically because an eviction before it is still copying) waits in a FIFO and
 //    is retried, in order, when a move completes or at the next event; waiting moves are dropped at the
@@ -79,6 +80,8 @@ struct ExecutorStats {
 
 class PlanExecutor {
  public:
+  static constexpr uint32_t kMaxFailures = 2;
+
   explicit PlanExecutor(MoveSink* sink, ExecutionObserver* observer = nullptr);
 
   // Executes `plan` from step `first_step` on. A step already in progress keeps the plan it began with:
@@ -102,6 +105,7 @@ class PlanExecutor {
   std::vector<uint64_t> take_late_tags();
   int64_t current_step() const { return step_; }
   bool step_managed() const { return step_managed_; }
+  bool step_deviated() const { return step_deviated_; }
   // Where the executor believes the live object with this tag is (by completed moves); false if none.
   bool tier_of(uint64_t tag, Tier* tier, bool* moving) const;
   // fn(ObjectRef, tag, bytes, tier, moving) for every live object, in no particular order.
@@ -121,6 +125,7 @@ class PlanExecutor {
     Tier tier = Tier::kSlow;
     bool moving = false;
     Tier moving_to = Tier::kSlow;
+    uint32_t failures = 0;  // moves of this object that failed in a row
   };
   struct Waiting {
     uint64_t key = 0;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "plan/cost_model.h"
+#include "plan/timeline.h"
 
 namespace sentinel {
 namespace {
@@ -37,6 +38,39 @@ nlohmann::json row_json(const ReplayRow& r) {
 }
 
 }  // namespace
+
+bool add_executed_rows(const std::string& timeline_path, const ProfileIndex& index, const MemorySystem& mem,
+                       const ReplayOptions& options, std::vector<ReplayRow>* rows, std::string* error) {
+  ExecutedTimeline timeline;
+  if (!read_timeline_file(timeline_path, &timeline, error)) return false;
+  double dram_ns = 0;
+  for (const ReplayRow& r : *rows)
+    if (r.policy == "all-dram") dram_ns = r.step_ns;
+  for (const ExecutedStep& step : timeline.steps) {
+    Plan plan;
+    if (!executed_plan(timeline, step, index, &plan, error)) return false;
+    SimOptions so;
+    so.steps = options.steps;
+    so.budget_bytes = timeline.budget_bytes;
+    SimResult r;
+    if (!simulate_plan(index, plan, mem, so, &r, error)) return false;
+    ReplayRow row;
+    row.policy = "executed step " + std::to_string(step.step) + (step.deviated ? " (left the plan)" : "");
+    row.step_ns = r.step_ns;
+    row.ratio = dram_ns > 0 ? r.step_ns / dram_ns : 1.0;
+    row.budget_bytes = timeline.budget_bytes;
+    row.dram_peak_bytes = r.dram_peak_bytes;
+    row.migrated_bytes = r.migrated_bytes;
+    row.late_prefetches = r.late_prefetches;
+    row.budget_violations = r.budget_violations;
+    row.stall_ns = r.stall_ns;
+    row.slow_extra_ns = r.slow_extra_ns;
+    row.message = std::to_string(step.issued.size()) + " moves issued, " + std::to_string(step.moves_done) +
+                  " done, " + std::to_string(step.moves_failed) + " failed in the step";
+    rows->push_back(row);
+  }
+  return true;
+}
 
 bool replay_policies(const ProfileIndex& index, const MemorySystem& mem, const ReplayOptions& options,
                      std::vector<ReplayRow>* rows, std::string* error) {

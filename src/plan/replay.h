@@ -58,6 +58,11 @@ bool sweep_budgets(const ProfileIndex& index, const MemorySystem& mem, const Rep
 // budget_fraction of *config.
 bool parse_budget(const std::string& text, PlannerConfig* config, std::string* error);
 
+// Adds one row per managed step of an executed timeline (SENTINEL_TIMELINE): the step as it ran, replayed by
+// the same cost model (timeline.h), named "executed step N" (with "(left the plan)" when it deviated).
+bool add_executed_rows(const std::string& timeline_path, const ProfileIndex& index, const MemorySystem& mem,
+                       const ReplayOptions& options, std::vector<ReplayRow>* rows, std::string* error);
+
 std::string format_rows_table(const std::vector<ReplayRow>& rows);
 std::string format_rows_json(const std::vector<ReplayRow>& rows);
 std::string format_sweep_table(const std::vector<SweepPoint>& points);

@@ -12,7 +12,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: sentinel replay PROFILE [--budget 20%|BYTES[K|M|G]] [--tier NAME|FILE] [--json]\n"
-    "                       [--sweep] [--write-plan FILE] [--help]\n"
+    "                       [--sweep] [--write-plan FILE] [--timeline FILE] [--help]\n"
     "Replays a step profile under every placement policy with a tier model and prints, per policy,\n"
     "the modeled step time, its ratio to all-DRAM, the DRAM peak, bytes migrated per step and late\n"
     "prefetches. Times are MODELED by the cost model (docs/tier-model.md), not measured.\n"
@@ -21,7 +21,9 @@ constexpr const char* kUsage =
     "  --tier T         dram, optane, optane-2m, cxl (default), cxl-2m, or a key=value / JSON file\n"
     "  --json           print a JSON list of rows instead of a table\n"
     "  --sweep          budgets 5%..100%: sentinel and the best baseline per budget\n"
-    "  --write-plan F   also write Sentinel's plan to F (docs/plan-format.md)\n";
+    "  --write-plan F   also write Sentinel's plan to F (docs/plan-format.md)\n"
+    "  --timeline F     also replay the managed steps of an executed timeline (SENTINEL_TIMELINE,\n"
+    "                   docs/timeline-format.md) by the same model: what ran next to what was planned\n";
 
 bool load_profile(const std::string& spec, StepProfile* p, std::string* err) {
   const std::string prefix = "synthetic";
@@ -45,7 +47,7 @@ bool load_profile(const std::string& spec, StepProfile* p, std::string* err) {
 }  // namespace
 
 int run_replay(const std::vector<std::string>& args, std::string* out, std::string* err) {
-  std::string profile_path, tier = "cxl", plan_out;
+  std::string profile_path, tier = "cxl", plan_out, timeline_path;
   bool json = false, sweep = false;
   ReplayOptions options;
   options.planner.budget_fraction = 0.2;
@@ -77,6 +79,8 @@ int run_replay(const std::vector<std::string>& args, std::string* out, std::stri
       if (!value(&tier)) return 2;
     } else if (a == "--write-plan") {
       if (!value(&plan_out)) return 2;
+    } else if (a == "--timeline") {
+      if (!value(&timeline_path)) return 2;
     } else if (!a.empty() && a[0] == '-') {
       *err = "replay: unknown option '" + a + "'\n" + kUsage;
       return 2;
@@ -130,6 +134,10 @@ int run_replay(const std::vector<std::string>& args, std::string* out, std::stri
   }
   std::vector<ReplayRow> rows;
   if (!replay_policies(index, mem, options, &rows, &e)) {
+    *err = "replay: " + e + "\n";
+    return 1;
+  }
+  if (!timeline_path.empty() && !add_executed_rows(timeline_path, index, mem, options, &rows, &e)) {
     *err = "replay: " + e + "\n";
     return 1;
   }

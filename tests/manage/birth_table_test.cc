@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "profile/profile_builder.h"
 #include "test_profiles.h"
 
 namespace sentinel::manage {
@@ -47,6 +48,12 @@ TEST_F(BirthTableTest, NothingBeforeTheFirstManagedStepOrUnderAnotherPeriod) {
   EXPECT_EQ(empty.decide(10, 0, 4, 0xa).want, BirthWant::kFirstTouch);
 }
 
+TEST_F(BirthTableTest, AnEventPastThePeriodIsADeviation) {
+  const BirthDecision d = gate_.decide(10, 4, 4, 0xa);
+  EXPECT_TRUE(d.deviated_now);
+  EXPECT_EQ(d.want, BirthWant::kFirstTouch);
+}
+
 TEST_F(BirthTableTest, ADeviationMakesTheRestOfTheStepFirstTouch) {
   EXPECT_EQ(gate_.decide(11, 0, 4, 0xa).want, BirthWant::kFast);
   const BirthDecision d = gate_.decide(11, 1, 4, 0xeeee);  // not the tag the plan expects at event 1
@@ -56,6 +63,41 @@ TEST_F(BirthTableTest, ADeviationMakesTheRestOfTheStepFirstTouch) {
   // The next step is planned again.
   EXPECT_EQ(gate_.decide(12, 0, 4, 0xa).want, BirthWant::kFast);
   EXPECT_FALSE(gate_.decide(12, 1, 4, 0xb).deviated_now);
+}
+
+}  // namespace
+}  // namespace sentinel::manage
+
+namespace sentinel::manage {
+namespace {
+
+// A step-local object with the call-site and occurrence of a persistent one carries the persistent object's
+// tag at run time and a derived tag in the profile: the gate and the executor know it by the derived tag.
+TEST(PlanTag, AStepLocalTwinOfAPersistentObjectIsKnownByItsDerivedTag) {
+  const uint64_t persistent = 0xa, twin = ProfileBuilder::derived_tag(0xa);
+  ProfileIndex index;
+  std::string error;
+  ASSERT_TRUE(index.build(test::make_profile(3, 1000,
+                                             {test::persistent(persistent, 100, 3, {0}), test::object(0xb, 100, 0, 1, {0}),
+                                              test::object(twin, 100, 1, 1, {1})}),
+                          &error))
+      << error;
+  Plan plan;
+  plan.period = 3;
+  plan.events.assign(3, {});
+  plan.birth_tier[twin] = Tier::kFast;
+  CompiledPlan cp;
+  ASSERT_TRUE(cp.compile(plan, index, same, &error)) << error;
+  EXPECT_EQ(plan_tag(persistent, cp.expected_tag(1)), twin);
+  EXPECT_EQ(plan_tag(0x77, cp.expected_tag(1)), 0x77u);
+  BirthTable table;
+  table.build(cp, 0);
+  BirthGate gate;
+  gate.publish(&table);
+  EXPECT_EQ(gate.decide(0, 0, 3, 0xb).want, BirthWant::kSlow);
+  const BirthDecision d = gate.decide(0, 1, 3, persistent);
+  EXPECT_FALSE(d.deviated_now);
+  EXPECT_EQ(d.want, BirthWant::kFast);
 }
 
 }  // namespace

@@ -186,6 +186,18 @@ TEST_F(ExecutorTest, ADeviatingStepFallsBackAndTheNextIsManagedAgain) {
   EXPECT_EQ(sink.issued.size(), 4u);
 }
 
+// The detector counts events past the period while it waits for a step that runs long to end.
+TEST_F(ExecutorTest, AStepLongerThanThePlanLeavesIt) {
+  FakeSink sink(1 << 20);
+  PlanExecutor ex(&sink);
+  ex.start(compile(), 0);
+  ex.on_alloc(ObjectRef{10, 1}, kA, 4000, Tier::kFast, 0, 0, 4);
+  for (uint32_t e = 1; e < 9; ++e) ex.on_alloc(ObjectRef{10 + e, 1}, 0x900 + e, 100, Tier::kFast, 0, 4 + e, 4);
+  EXPECT_TRUE(ex.step_deviated());
+  run_step(ex, sink, 1, 30, true);
+  EXPECT_EQ(ex.stats().fallback_steps, 1u);
+}
+
 TEST_F(ExecutorTest, PersistentObjectsAreBroughtToTheirPlannedTierAtStepStart) {
   plan_.birth_tier[kW] = Tier::kSlow;
   FakeSink sink(1 << 20);
@@ -197,6 +209,21 @@ TEST_F(ExecutorTest, PersistentObjectsAreBroughtToTheirPlannedTierAtStepStart) {
   EXPECT_EQ(sink.issued[0].ref.slot, 1u);
   EXPECT_EQ(sink.issued[0].to, Tier::kSlow);
   EXPECT_EQ(ex.stats().reconcile_moves, 1u);
+}
+
+TEST_F(ExecutorTest, AnObjectWhoseMovesKeepFailingIsNoLongerReconciled) {
+  plan_.birth_tier[kW] = Tier::kSlow;
+  FakeSink sink(1 << 20);
+  PlanExecutor ex(&sink);
+  ex.on_alloc(ObjectRef{1, 1}, kW, 1000, Tier::kFast, -1, 0, 0);
+  ex.start(compile(), 0);
+  for (int64_t step = 0; step < 5; ++step) {
+    ex.on_alloc(ObjectRef{10, static_cast<uint32_t>(step + 1)}, kA, 4000, Tier::kFast, step, 0, 4);
+    while (!sink.queue.empty()) sink.complete_next(ex, false);  // the kernel refuses every move
+    ex.on_free(ObjectRef{10, static_cast<uint32_t>(step + 1)});
+  }
+  EXPECT_EQ(ex.stats().reconcile_moves, PlanExecutor::kMaxFailures);
+  EXPECT_EQ(ex.stats().moves_failed, PlanExecutor::kMaxFailures);
 }
 
 TEST_F(ExecutorTest, MovesStillWaitingAtStepEndAreDropped) {

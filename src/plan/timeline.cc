@@ -1,0 +1,173 @@
+#include "plan/timeline.h"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+namespace sentinel {
+namespace {
+
+bool parse_tag(const nlohmann::json& v, uint64_t* out) {
+  if (!v.is_string()) return false;
+  const std::string s = v.get<std::string>();
+  if (s.size() < 3 || s.size() > 18 || s[0] != '0' || s[1] != 'x') return false;
+  size_t used = 0;
+  try {
+    *out = std::stoull(s.substr(2), &used, 16);
+  } catch (...) {
+    return false;
+  }
+  return used == s.size() - 2;
+}
+
+bool parse_tags(const nlohmann::json& v, std::vector<uint64_t>* out) {
+  if (!v.is_array()) return false;
+  for (const auto& x : v) {
+    uint64_t t;
+    if (!parse_tag(x, &t)) return false;
+    out->push_back(t);
+  }
+  return true;
+}
+
+}  // namespace
+
+bool parse_timeline(std::istream& in, ExecutedTimeline* out, std::string* error) {
+  *out = ExecutedTimeline{};
+  std::string line;
+  size_t n = 0;
+  bool header = false;
+  auto bad = [&](const std::string& why) {
+    *error = "timeline line " + std::to_string(n) + ": " + why;
+    return false;
+  };
+  while (std::getline(in, line)) {
+    ++n;
+    if (line.empty()) continue;
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("type") || !j["type"].is_string()) {
+      return bad("not a JSON object with a \"type\"");
+    }
+    const std::string type = j["type"];
+    if (type == "header") {
+      if (j.value("format", "") != "sentinel-timeline" || j.value("version", 0) != 1) {
+        return bad("not a sentinel-timeline of version 1");
+      }
+      if (!j.contains("period") || !j["period"].is_number_unsigned() || j["period"].get<uint64_t>() == 0 ||
+          j["period"].get<uint64_t>() > (1u << 24)) {
+        return bad("period must be an integer from 1 to 2^24");
+      }
+      out->period = j["period"].get<uint32_t>();
+      out->policy = j.value("policy", "");
+      out->budget_bytes = j.value("budget_bytes", uint64_t{0});
+      header = true;
+      continue;
+    }
+    if (!header) return bad("the header must come first");
+    if (!j.contains("step") || !j["step"].is_number_integer()) return bad("\"step\" must be an integer");
+    const int64_t step = j["step"];
+    if (type == "step") {
+      ExecutedStep s;
+      s.step = step;
+      s.phases.resize(out->period);
+      out->steps.push_back(std::move(s));
+      continue;
+    }
+    if (out->steps.empty() || out->steps.back().step != step) return bad("a record of a step that was not begun");
+    ExecutedStep& s = out->steps.back();
+    if (type == "deviation") {
+      s.deviated = true;
+      continue;
+    }
+    if (!j.contains("phase") || !j["phase"].is_number_unsigned() || j["phase"].get<uint64_t>() >= out->period) {
+      return bad("\"phase\" must be an integer below the period");
+    }
+    const uint32_t phase = j["phase"];
+    if (type == "phase") {
+      ExecutedStep::PhaseState& p = s.phases[phase];
+      p = {};
+      p.seen = true;
+      if (!parse_tags(j.value("fast", nlohmann::json::array()), &p.fast) ||
+          !parse_tags(j.value("slow", nlohmann::json::array()), &p.slow) ||
+          !parse_tags(j.value("moving", nlohmann::json::array()), &p.moving)) {
+        return bad("fast, slow and moving must be arrays of \"0x...\" tags");
+      }
+    } else if (type == "move") {
+      TimelineMove m;
+      m.phase = phase;
+      if (!j.contains("tag") || !parse_tag(j["tag"], &m.tag)) return bad("\"tag\" must be a \"0x...\" tag");
+      const std::string to = j.value("to", "");
+      const std::string what = j.value("what", "");
+      if (to != "fast" && to != "slow") return bad("\"to\" must be \"fast\" or \"slow\"");
+      m.to = to == "fast" ? Tier::kFast : Tier::kSlow;
+      if (what == "issued") {
+        s.issued.push_back(m);
+      } else if (what == "done") {
+        ++s.moves_done;
+      } else if (what == "failed") {
+        ++s.moves_failed;
+      } else {
+        return bad("\"what\" must be issued, done or failed");
+      }
+    } else {
+      return bad("unknown type \"" + type + "\"");
+    }
+  }
+  if (!header) {
+    *error = "timeline: no header (an empty file?)";
+    return false;
+  }
+  return true;
+}
+
+bool read_timeline_file(const std::string& path, ExecutedTimeline* out, std::string* error) {
+  std::ifstream in(path);
+  if (!in) {
+    *error = "cannot read " + path;
+    return false;
+  }
+  return parse_timeline(in, out, error);
+}
+
+bool executed_plan(const ExecutedTimeline& t, const ExecutedStep& step, const ProfileIndex& index, Plan* out,
+                   std::string* error) {
+  if (t.period != index.period()) {
+    *error = "the timeline's period (" + std::to_string(t.period) + ") is not the profile's (" +
+             std::to_string(index.period()) + ")";
+    return false;
+  }
+  Plan p;
+  p.policy = "executed";
+  p.period = t.period;
+  p.events.assign(t.period, {});
+  auto contains = [](const std::vector<uint64_t>& v, uint64_t tag) {
+    for (uint64_t x : v)
+      if (x == tag) return true;
+    return false;
+  };
+  for (const ObjectView& o : index.objects()) {
+    const uint32_t birth = o.cyclic ? 0 : o.birth;
+    const ExecutedStep::PhaseState& ph = step.phases[birth];
+    Tier tier = Tier::kSlow;
+    if (contains(ph.fast, o.tag)) {
+      tier = Tier::kFast;
+    } else if (contains(ph.moving, o.tag)) {
+      // In flight when its phase began: it was leaving the tier opposite to its first move of the step.
+      for (const TimelineMove& m : step.issued) {
+        if (m.tag == o.tag) {
+          tier = m.to == Tier::kFast ? Tier::kSlow : Tier::kFast;
+          break;
+        }
+      }
+    }
+    p.birth_tier[o.tag] = tier;
+  }
+  for (const TimelineMove& m : step.issued) {
+    if (index.find(m.tag) < 0) continue;
+    p.events[m.phase].push_back(Move{m.tag, m.to == Tier::kFast ? MoveKind::kPrefetch : MoveKind::kEvict});
+  }
+  p.summary.budget_bytes = t.budget_bytes;
+  *out = std::move(p);
+  return true;
+}
+
+}  // namespace sentinel

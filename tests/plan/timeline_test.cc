@@ -1,0 +1,85 @@
+#include "plan/timeline.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "plan/cost_model.h"
+#include "test_profiles.h"
+
+namespace sentinel {
+namespace {
+
+// What TimelineWriter writes for a 3-phase step: A (0xa) born fast at 0 and evicted at 1, W (0xb)
+// persistent and slow, prefetched at 2.
+constexpr const char* kTimeline = R"({"type":"header","format":"sentinel-timeline","version":1,"period":3,"policy":"sentinel","budget_bytes":5000}
+{"type":"step","step":7,"t_ns":100}
+{"type":"phase","step":7,"phase":0,"t_ns":100,"fast":["0x000000000000000a"],"slow":["0x000000000000000b"],"moving":[]}
+{"type":"phase","step":7,"phase":1,"t_ns":200,"fast":["0x000000000000000a"],"slow":["0x000000000000000b"],"moving":[]}
+{"type":"move","step":7,"phase":1,"t_ns":201,"tag":"0x000000000000000a","to":"slow","what":"issued"}
+{"type":"move","step":7,"phase":1,"t_ns":250,"tag":"0x000000000000000a","to":"slow","what":"done"}
+{"type":"phase","step":7,"phase":2,"t_ns":300,"fast":[],"slow":["0x000000000000000a","0x000000000000000b"],"moving":[]}
+{"type":"move","step":7,"phase":2,"t_ns":301,"tag":"0x000000000000000b","to":"fast","what":"issued"}
+{"type":"step","step":8,"t_ns":400}
+{"type":"deviation","step":8,"event":1}
+)";
+
+TEST(Timeline, ReadsStepsPhasesAndMoves) {
+  std::istringstream in(kTimeline);
+  ExecutedTimeline t;
+  std::string error;
+  ASSERT_TRUE(parse_timeline(in, &t, &error)) << error;
+  EXPECT_EQ(t.period, 3u);
+  EXPECT_EQ(t.budget_bytes, 5000u);
+  ASSERT_EQ(t.steps.size(), 2u);
+  EXPECT_EQ(t.steps[0].step, 7);
+  ASSERT_EQ(t.steps[0].issued.size(), 2u);
+  EXPECT_EQ(t.steps[0].issued[1].tag, 0xbu);
+  EXPECT_EQ(t.steps[0].issued[1].to, Tier::kFast);
+  EXPECT_EQ(t.steps[0].moves_done, 1u);
+  EXPECT_FALSE(t.steps[0].deviated);
+  EXPECT_TRUE(t.steps[1].deviated);
+}
+
+TEST(Timeline, TheExecutedStepIsAPlanTheCostModelReplays) {
+  std::istringstream in(kTimeline);
+  ExecutedTimeline t;
+  std::string error;
+  ASSERT_TRUE(parse_timeline(in, &t, &error)) << error;
+  ProfileIndex index;
+  ASSERT_TRUE(index.build(test::make_profile(3, 1000, {test::object(0xa, 1000, 0, 1, {0}), test::persistent(0xb, 2000, 3, {0})}),
+                          &error))
+      << error;
+  Plan plan;
+  ASSERT_TRUE(executed_plan(t, t.steps[0], index, &plan, &error)) << error;
+  EXPECT_EQ(plan.birth(0xa), Tier::kFast);
+  EXPECT_EQ(plan.birth(0xb), Tier::kSlow);
+  ASSERT_EQ(plan.events[1].size(), 1u);
+  EXPECT_EQ(plan.events[1][0], (Move{0xa, MoveKind::kEvict}));
+  ASSERT_EQ(plan.events[2].size(), 1u);
+  EXPECT_EQ(plan.events[2][0], (Move{0xb, MoveKind::kPrefetch}));
+  MemorySystem mem;
+  ASSERT_TRUE(memory_system_preset("cxl", &mem, &error));
+  SimResult r;
+  ASSERT_TRUE(simulate_plan(index, plan, mem, SimOptions{}, &r, &error)) << error;
+  EXPECT_GT(r.step_ns, 0);
+}
+
+TEST(Timeline, RejectsMalformedLinesNamingThem) {
+  for (const char* bad : {"", "{\"type\":\"step\",\"step\":1}",
+                          "{\"type\":\"header\",\"format\":\"sentinel-timeline\",\"version\":2,\"period\":3}",
+                          "{\"type\":\"header\",\"format\":\"sentinel-timeline\",\"version\":1,\"period\":3}\n"
+                          "{\"type\":\"phase\",\"step\":1,\"phase\":0}",
+                          "{\"type\":\"header\",\"format\":\"sentinel-timeline\",\"version\":1,\"period\":3}\n"
+                          "{\"type\":\"step\",\"step\":1}\n{\"type\":\"move\",\"step\":1,\"phase\":9,\"tag\":\"0x1\"}",
+                          "not json"}) {
+    std::istringstream in(bad);
+    ExecutedTimeline t;
+    std::string error;
+    EXPECT_FALSE(parse_timeline(in, &t, &error)) << bad;
+    EXPECT_FALSE(error.empty());
+  }
+}
+
+}  // namespace
+}  // namespace sentinel

@@ -20,16 +20,9 @@ cleanup() {
   rm -rf "$dir"
 }
 trap cleanup EXIT
-passes=0 failures=0
-check() {  # check DESCRIPTION COMMAND...
-  if "${@:2}"; then echo "ok: $1"; passes=$((passes + 1)); return 0; fi
-  echo "FAILED: $1"
-  failures=$((failures + 1))
-  return 1
-}
+. "$here/../check_lib.sh"
 finish() {
-  echo "$passes passed, $failures failed"
-  [ "$failures" -eq 0 ]
+  checks_summary
   exit
 }
 

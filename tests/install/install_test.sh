@@ -8,13 +8,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 P=$dir/prefix
-passes=0 failures=0
-check() {  # check DESCRIPTION COMMAND...
-  if "${@:2}"; then echo "ok: $1"; passes=$((passes + 1)); return 0; fi
-  echo "FAILED: $1"
-  failures=$((failures + 1))
-  return 1
-}
+. "$here/../check_lib.sh"
 
 cmake --install "$build" --prefix "$P" > "$dir/install.log" 2>&1
 check "cmake --install" test $? -eq 0
@@ -64,5 +58,4 @@ for page in "$P"/share/man/man1/sentinel*.1; do
   done
 done
 
-echo "$passes passed, $failures failed"
-[ "$failures" -eq 0 ]
+checks_summary

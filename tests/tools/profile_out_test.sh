@@ -8,14 +8,8 @@ sentinel=$1
 program=$2
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
+. "$(cd "$(dirname "$0")" && pwd)/../check_lib.sh"
 cd "$dir"
-passes=0 failures=0
-check() {  # check DESCRIPTION COMMAND...
-  if "${@:2}"; then echo "ok: $1"; passes=$((passes + 1)); return 0; fi
-  echo "FAILED: $1"
-  failures=$((failures + 1))
-  return 1
-}
 
 # 1. A program that records nothing: the stale --out file must not be reported as its profile.
 echo stale > out.json
@@ -45,5 +39,4 @@ check "summary names that file" grep -q "Sentinel profile: real.json" err3.txt
 check "earlier --out not written" test ! -e ignored.json
 check "default-path profile untouched" grep -qx keep sentinel-profile.json
 
-echo "$passes passed, $failures failed"
-[ "$failures" -eq 0 ]
+checks_summary

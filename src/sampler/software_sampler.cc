@@ -245,11 +245,14 @@ bool SoftwareSampler::claim(Tables& t, uintptr_t addr, void* ucontext) {
     const uintptr_t start = w.start.load(std::memory_order_relaxed);
     const uintptr_t end = w.end.load(std::memory_order_relaxed);
     if (addr < start || addr >= end) continue;
-    if (s == kArmed &&
+    // A fault in a window that is still arming is claimed too: the fault shows that the owner's
+    // mprotect(PROT_NONE) has taken effect, so a restore now cannot be undone by it. (This also keeps
+    // a forked child, which has no owner thread, from waiting for an arm that never ends.)
+    if ((s == kArmed || s == kArming) &&
         w.word.compare_exchange_strong(word, next_word(word, kRestoring), std::memory_order_acq_rel)) {
       if (make_accessible(start, end) != 0) {
         // Cannot restore (should not happen: restoring never needs a new VMA). Retrying would
-        // loop forever, so the fault goes to the program.
+        // loop forever, so the fault goes to the program. The window stays armed.
         w.word.store(next_word(next_word(word, kRestoring), kArmed), std::memory_order_release);
         return false;
       }
@@ -259,13 +262,9 @@ bool SoftwareSampler::claim(Tables& t, uintptr_t addr, void* ucontext) {
       w.word.store(next_word(next_word(word, kRestoring), kRestored), std::memory_order_release);
       return true;
     }
-    // Being armed (the owner's mprotect is in flight) or restored by another thread: wait for that
-    // one call to finish, then retry the access, which either succeeds or faults on an armed window.
-    while (true) {
-      const uint64_t now = state_of(w.word.load(std::memory_order_acquire));
-      if (now != kArming && now != kRestoring) break;
-      sched_yield();
-    }
+    // Restored by another thread (or just claimed by one): wait for its one mprotect call to
+    // finish, then retry the access, which either succeeds or faults on an armed window.
+    while (state_of(w.word.load(std::memory_order_acquire)) == kRestoring) sched_yield();
     return true;
   }
   // Not in an armed window. It may have been restored between the fault and this scan: retry once.
@@ -294,7 +293,7 @@ void SoftwareSampler::restore_window(Tables& t, Window& w, bool count_as_touch) 
       return;
     }
     if (s == kRestoring || s == kArming) {  // a fault or release() is restoring it: wait for its one
-      sched_yield();                         // mprotect call (kArming is the owner's own, never seen here)
+      sched_yield();                         // mprotect call (kArming is the owner's own: not seen here)
       word = w.word.load(std::memory_order_acquire);
     }
     // kArmed with a failed compare-exchange: `word` was reloaded; look again.
@@ -382,8 +381,9 @@ size_t SoftwareSampler::arm(const std::vector<SampleRegion>& regions, uint32_t p
       free_entry(t, w, used);
       continue;
     }
-    // Only the owner leaves kArming (faults and release() wait while it lasts).
-    w.word.store(next_word(arming, kArmed), std::memory_order_release);
+    // kArming -> kArmed, unless a fault already claimed the window (then it is armed and touched).
+    uint64_t expected = arming;
+    w.word.compare_exchange_strong(expected, next_word(arming, kArmed), std::memory_order_acq_rel);
     Counters& c = t.counter(r.slot, phase);
     c.armed.fetch_add(1, std::memory_order_relaxed);
     c.armed_pages.fetch_add(wp, std::memory_order_relaxed);

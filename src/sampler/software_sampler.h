@@ -37,13 +37,15 @@
 //    must not block behind arm(). release() allocates nothing, takes no lock, looks only at the one
 //    window of `slot` (a per-slot index, O(1)) and calls mprotect only on that window, holding nothing.
 //    It waits in exactly one case: when arm() has published the slot's window and its
-//    mprotect(PROT_NONE) is in flight (state kArming), release() yields until that one call returns,
-//    because a restore issued before it would be undone. It never waits for the rest of arm().
+//    mprotect(PROT_NONE) is in flight (state arming), release() yields until that one call returns
+//    (or a fault claims the window), because a restore issued before it would be undone. It never
+//    waits for the rest of arm().
 //  - The SIGSEGV handler takes no locks and allocates nothing.
 //  - Each window entry is a small state machine in one atomic word (state plus a generation that
 //    changes at every transition, so a compare-exchange cannot succeed on a recycled entry):
 //      free -> arming (owner publishes, then mprotect(PROT_NONE)) -> armed
 //      armed -> restoring (whoever wins the compare-exchange: a fault, release(), or the owner)
+//      arming -> restoring (a fault only: it proves the protection is in effect)
 //            -> restored (pages readable and writable again; the entry keeps its slot)
 //      restored -> free (owner, at the next arm/disarm)
 //    The entry's fields (range, slot, phase) are written only while it is free; readers re-check the

@@ -41,6 +41,7 @@ struct Armed {
   uint64_t key;
   uint64_t size;
   uintptr_t start;
+  uint64_t release_ticket;  // the software sampler's, read before the liveness check (see its header)
 };
 
 struct Profiler {
@@ -164,19 +165,20 @@ void arm(Profiler& p, const LiveObjects& live, uint32_t step_rel, uint32_t phase
   for (const auto& [key, o] : live) {
     const uint32_t slot = static_cast<uint32_t>(key >> 32);
     const ObjectRecord& r = g_state.heap.record(slot);
+    const uint64_t ticket = p.software != nullptr ? p.software->release_ticket(slot) : kNoReleaseTicket;
     // Skip objects freed since the event we are processing: their extent may already be reused.
     if (r.state.load(std::memory_order_acquire) != ExtentState::kLive ||
         r.generation != static_cast<uint32_t>(key)) {
       continue;
     }
     if (slot >= kMaxSampledSlots) continue;
-    p.armed.push_back(Armed{slot, key, o.size, r.start});
+    p.armed.push_back(Armed{slot, key, o.size, r.start, ticket});
   }
   std::sort(p.armed.begin(), p.armed.end(), [](const Armed& a, const Armed& b) { return a.start < b.start; });
   if (p.kind == SamplerKind::kSoftware) {
     std::vector<SampleRegion> regions;
     regions.reserve(p.armed.size());
-    for (const Armed& a : p.armed) regions.push_back(SampleRegion{a.start, a.size, a.slot});
+    for (const Armed& a : p.armed) regions.push_back(SampleRegion{a.start, a.size, a.slot, a.release_ticket});
     p.software->arm(regions, 0);
   }
   p.phase_step = step_rel;

@@ -14,6 +14,8 @@ packages=(
   libunwind-dev
   clang libclang-rt-14-dev
   python3-torch libopenblas0-pthread
+  # Installing and packaging: man pages from --help, the .deb (dpkg-shlibdeps), man for its test.
+  help2man dpkg-dev man-db
   # The two-node NUMA guest (scripts/numa-guest.sh).
   qemu-system-x86 busybox-static cpio
 )

@@ -14,10 +14,11 @@
 
 namespace sentinel {
 
-// A window's `word` is (generation << 2) | state. The generation makes every transition unique, so a
-// handler's compare-exchange cannot succeed on an entry that was recycled after it was read (ABA).
+// A window's `word` is (generation << 3) | state. The generation makes every transition unique, so a
+// compare-exchange cannot succeed on an entry that was recycled after it was read (ABA), and a reader
+// that sees the same word before and after reading the fields knows they belong together.
 // start/end/slot/phase/pages are written by the owner only while the entry is free, before the
-// release-store that arms it, and the handler reads them only after an acquire-load that saw it armed.
+// store that publishes it as arming.
 struct SoftwareSampler::Window {
   std::atomic<uint64_t> word{0};
   std::atomic<uintptr_t> start{0};
@@ -27,25 +28,47 @@ struct SoftwareSampler::Window {
   std::atomic<uint32_t> pages{0};
 };
 
-struct SoftwareSampler::Counters {
+namespace {
+
+struct Counters {
   std::atomic<uint64_t> armed{0};
   std::atomic<uint64_t> touched{0};
   std::atomic<uint64_t> written{0};
   std::atomic<uint64_t> armed_pages{0};
 };
 
-struct SoftwareSampler::Stats {
+// Per object id: the window armed for it in the current arm (index + 1, 0 = none) and how many
+// times it was released (the release ticket).
+struct SlotState {
+  std::atomic<uint32_t> window{0};
+  std::atomic<uint64_t> releases{0};
+};
+
+struct Stats {
   std::atomic<uint64_t> arms{0}, windows_armed{0}, armed_now{0}, skipped_small{0}, skipped_range{0},
-      skipped_capacity{0}, mprotect_failures{0}, faults_claimed{0}, faults_retried{0}, faults_chained{0};
+      skipped_capacity{0}, mprotect_failures{0}, faults_claimed{0}, faults_retried{0}, faults_chained{0},
+      skipped_released{0}, skipped_duplicate{0}, releases_restored{0};
   std::atomic<uint32_t> high_water{0};  // entries [0, high_water) may be in use
   std::atomic<uint64_t> epoch{1};       // advances at every arm/disarm
 };
 
+}  // namespace
+
+struct SoftwareSampler::Tables {
+  SoftwareSamplerOptions opt;
+  std::unique_ptr<Window[]> windows;     // max_windows
+  std::unique_ptr<SlotState[]> slots;    // max_slots
+  std::unique_ptr<Counters[]> counters;  // max_slots * max_phases
+  Stats stats;
+
+  Counters& counter(uint32_t slot, uint32_t phase) { return counters[uint64_t{slot} * opt.max_phases + phase]; }
+};
+
 namespace {
 
-constexpr uint64_t kFree = 0, kArmed = 1, kRestoring = 2, kTouched = 3;
-uint64_t state_of(uint64_t word) { return word & 3; }
-uint64_t next_word(uint64_t word, uint64_t state) { return ((word >> 2) + 1) << 2 | state; }
+constexpr uint64_t kFree = 0, kArming = 1, kArmed = 2, kRestoring = 3, kRestored = 4;
+uint64_t state_of(uint64_t word) { return word & 7; }
+uint64_t next_word(uint64_t word, uint64_t state) { return ((word >> 3) + 1) << 3 | state; }
 
 std::atomic<SoftwareSampler*> g_active{nullptr};
 
@@ -65,15 +88,42 @@ bool fault_was_write(void* ucontext) {
 #endif
 }
 
+int make_accessible(uintptr_t start, uintptr_t end) {
+  return mprotect(reinterpret_cast<void*>(start), end - start, PROT_READ | PROT_WRITE);
+}
+
+void count_touch(SoftwareSampler::Tables& t, const SoftwareSampler::Window& w, bool write) {
+  Counters& c = t.counter(w.slot.load(std::memory_order_relaxed), w.phase.load(std::memory_order_relaxed));
+  c.touched.fetch_add(1, std::memory_order_relaxed);
+  if (write) c.written.fetch_add(1, std::memory_order_relaxed);
+}
+
+// Makes an owner-held entry (restored or free) free and forgets it in its slot's index.
+void free_entry(SoftwareSampler::Tables& t, SoftwareSampler::Window& w, uint32_t index) {
+  const uint64_t word = w.word.load(std::memory_order_relaxed);
+  if (state_of(word) != kFree) {
+    uint32_t expected = index + 1;
+    t.slots[w.slot.load(std::memory_order_relaxed)].window.compare_exchange_strong(expected, 0);
+    w.word.store(next_word(word, kFree), std::memory_order_release);
+  }
+}
+
+void zero_counters(SoftwareSampler::Tables& t) {
+  const uint64_t cells = uint64_t{t.opt.max_slots} * t.opt.max_phases;
+  for (uint64_t i = 0; i < cells; ++i) {
+    t.counters[i].armed.store(0, std::memory_order_relaxed);
+    t.counters[i].touched.store(0, std::memory_order_relaxed);
+    t.counters[i].written.store(0, std::memory_order_relaxed);
+    t.counters[i].armed_pages.store(0, std::memory_order_relaxed);
+  }
+}
+
 }  // namespace
 
 SoftwareSampler::SoftwareSampler() = default;
 SoftwareSampler::~SoftwareSampler() { stop(); }
 
-bool SoftwareSampler::started() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return started_;
-}
+bool SoftwareSampler::started() const { return started_.load(std::memory_order_acquire); }
 
 bool SoftwareSampler::start(const SoftwareSamplerOptions& options, std::string* error) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -81,26 +131,54 @@ bool SoftwareSampler::start(const SoftwareSamplerOptions& options, std::string* 
     if (error != nullptr) *error = "software sampler: " + m;
     return false;
   };
-  if (started_) return fail("already started");
+  if (started_.load(std::memory_order_relaxed)) return fail("already started");
   if (options.max_slots == 0 || options.max_phases == 0 || options.max_windows == 0 ||
       options.window_pages == 0) {
     return fail("max_slots, max_phases, max_windows and window_pages must be positive");
   }
   const uint64_t cells = uint64_t{options.max_slots} * options.max_phases;
   if (cells > (uint64_t{1} << 28)) return fail("max_slots * max_phases is too large");
+  if (options.max_windows >= (uint32_t{1} << 31)) return fail("max_windows is too large");
   SoftwareSampler* expected = nullptr;
   if (!g_active.compare_exchange_strong(expected, this)) return fail("another sampler owns SIGSEGV");
-  opt_ = options;
   page_ = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  windows_.reset(new (std::nothrow) Window[options.max_windows]);
-  counters_.reset(new (std::nothrow) Counters[cells]);
-  stats_.reset(new (std::nothrow) Stats);
-  if (windows_ == nullptr || counters_ == nullptr || stats_ == nullptr) {
-    windows_.reset();
-    counters_.reset();
-    stats_.reset();
-    g_active.store(nullptr);
-    return fail("out of memory for the tables");
+  Tables* t = tables_.load(std::memory_order_relaxed);
+  if (t != nullptr && t->opt.max_slots == options.max_slots && t->opt.max_phases == options.max_phases &&
+      t->opt.max_windows == options.max_windows) {
+    // Reuse: stop() left every entry free and no window protected. A release() from before the
+    // restart may still be reading these tables; it finds nothing to restore.
+    t->opt.window_pages = options.window_pages;
+    zero_counters(*t);
+    Stats& st = t->stats;
+    for (auto* c : {&st.arms, &st.windows_armed, &st.skipped_small, &st.skipped_range, &st.skipped_capacity,
+                    &st.mprotect_failures, &st.faults_claimed, &st.faults_retried, &st.faults_chained,
+                    &st.skipped_released, &st.skipped_duplicate, &st.releases_restored}) {
+      c->store(0, std::memory_order_relaxed);
+    }
+  } else {
+    // New sizes (or the first start): new tables. Old ones stay allocated until destruction, since a
+    // late release() may still hold a pointer to them.
+    std::unique_ptr<Tables> fresh(new (std::nothrow) Tables);
+    if (fresh != nullptr) {
+      fresh->opt = options;
+      fresh->windows.reset(new (std::nothrow) Window[options.max_windows]);
+      fresh->slots.reset(new (std::nothrow) SlotState[options.max_slots]);
+      fresh->counters.reset(new (std::nothrow) Counters[cells]);
+    }
+    bool kept = false;
+    if (fresh != nullptr && fresh->windows != nullptr && fresh->slots != nullptr && fresh->counters != nullptr) {
+      try {
+        owned_.push_back(std::move(fresh));
+        kept = true;
+      } catch (const std::bad_alloc&) {
+      }
+    }
+    if (!kept) {
+      g_active.store(nullptr);
+      return fail("out of memory for the tables");
+    }
+    t = owned_.back().get();
+    tables_.store(t, std::memory_order_release);
   }
   struct sigaction sa;
   std::memset(&sa, 0, sizeof sa);
@@ -110,28 +188,25 @@ bool SoftwareSampler::start(const SoftwareSamplerOptions& options, std::string* 
   struct sigaction previous;
   if (__sigaction(SIGSEGV, &sa, &previous) != 0) {
     const int e = errno;
-    windows_.reset();
-    counters_.reset();
-    stats_.reset();
     g_active.store(nullptr);
     return fail(std::string("sigaction(SIGSEGV): ") + std::strerror(e));
   }
   SegvChain::init_from(previous);
-  started_ = true;
+  started_.store(true, std::memory_order_release);
   return true;
 }
 
 void SoftwareSampler::stop() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!started_) return;
-  started_ = false;
-  disarm_locked();
+  if (!started_.load(std::memory_order_relaxed)) return;
+  started_.store(false, std::memory_order_release);
+  disarm_locked(*tables_.load(std::memory_order_relaxed));
   struct sigaction program;
   SegvChain::get(&program);
   __sigaction(SIGSEGV, &program, nullptr);
   // Faults after this point reach the program's handler directly from the kernel. A handler that
   // loaded g_active just before may still be scanning the tables, so they are freed only with the
-  // object (or replaced by a later start()), not here; counts stay readable.
+  // object; counts stay readable.
   g_active.store(nullptr, std::memory_order_release);
 }
 
@@ -141,55 +216,54 @@ void SoftwareSampler::set_program_handler(const struct sigaction& act, struct si
 
 void SoftwareSampler::get_program_handler(struct sigaction* out) { SegvChain::get(out); }
 
-void SoftwareSampler::count_touch(const Window& w, bool write) {
-  Counters& c = counters_[uint64_t{w.slot.load(std::memory_order_relaxed)} * opt_.max_phases +
-                          w.phase.load(std::memory_order_relaxed)];
-  c.touched.fetch_add(1, std::memory_order_relaxed);
-  if (write) c.written.fetch_add(1, std::memory_order_relaxed);
-}
-
 void SoftwareSampler::on_signal(int sig, siginfo_t* info, void* ucontext) {
   const int saved_errno = errno;
   SoftwareSampler* self = g_active.load(std::memory_order_acquire);
+  Tables* t = self == nullptr ? nullptr : self->tables_.load(std::memory_order_acquire);
   // Only a kernel-generated protection fault can be ours; everything else (unmapped address, a
   // SIGSEGV sent with kill/raise) goes straight to the program.
-  if (self != nullptr && info != nullptr && info->si_code == SEGV_ACCERR &&
-      self->claim(reinterpret_cast<uintptr_t>(info->si_addr), ucontext)) {
+  if (t != nullptr && info != nullptr && info->si_code == SEGV_ACCERR &&
+      self->claim(*t, reinterpret_cast<uintptr_t>(info->si_addr), ucontext)) {
     errno = saved_errno;
     return;
   }
-  if (self != nullptr) self->stats_->faults_chained.fetch_add(1, std::memory_order_relaxed);
+  if (t != nullptr) t->stats.faults_chained.fetch_add(1, std::memory_order_relaxed);
   SegvChain::deliver(sig, info, ucontext);
   errno = saved_errno;
 }
 
 // Async-signal-safe. Returns true if the faulting access should simply be retried.
-bool SoftwareSampler::claim(uintptr_t addr, void* ucontext) {
-  Stats& st = *stats_;
+bool SoftwareSampler::claim(Tables& t, uintptr_t addr, void* ucontext) {
+  Stats& st = t.stats;
   const uint64_t epoch = st.epoch.load(std::memory_order_acquire);
   const uint32_t n = st.high_water.load(std::memory_order_acquire);
   for (uint32_t i = 0; i < n; ++i) {
-    Window& w = windows_[i];
+    Window& w = t.windows[i];
     uint64_t word = w.word.load(std::memory_order_acquire);
-    if (state_of(word) != kArmed && state_of(word) != kRestoring) continue;
+    const uint64_t s = state_of(word);
+    if (s != kArming && s != kArmed && s != kRestoring) continue;
     const uintptr_t start = w.start.load(std::memory_order_relaxed);
-    if (addr < start || addr >= w.end.load(std::memory_order_relaxed)) continue;
-    if (state_of(word) == kArmed &&
+    const uintptr_t end = w.end.load(std::memory_order_relaxed);
+    if (addr < start || addr >= end) continue;
+    // A fault in a window that is still arming is claimed too: the fault shows that the owner's
+    // mprotect(PROT_NONE) has taken effect, so a restore now cannot be undone by it. (This also keeps
+    // a forked child, which has no owner thread, from waiting for an arm that never ends.)
+    if ((s == kArmed || s == kArming) &&
         w.word.compare_exchange_strong(word, next_word(word, kRestoring), std::memory_order_acq_rel)) {
-      const uintptr_t end = w.end.load(std::memory_order_relaxed);
-      if (mprotect(reinterpret_cast<void*>(start), end - start, PROT_READ | PROT_WRITE) != 0) {
+      if (make_accessible(start, end) != 0) {
         // Cannot restore (should not happen: restoring never needs a new VMA). Retrying would
-        // loop forever, so the fault goes to the program.
+        // loop forever, so the fault goes to the program. The window stays armed.
         w.word.store(next_word(next_word(word, kRestoring), kArmed), std::memory_order_release);
         return false;
       }
-      count_touch(w, fault_was_write(ucontext));
+      count_touch(t, w, fault_was_write(ucontext));
       st.faults_claimed.fetch_add(1, std::memory_order_relaxed);
       st.armed_now.fetch_sub(1, std::memory_order_relaxed);
-      w.word.store(next_word(next_word(word, kRestoring), kTouched), std::memory_order_release);
+      w.word.store(next_word(next_word(word, kRestoring), kRestored), std::memory_order_release);
       return true;
     }
-    // Another thread (or the owner) is restoring this window: wait until the pages are accessible.
+    // Restored by another thread (or just claimed by one): wait for its one mprotect call to
+    // finish, then retry the access, which either succeeds or faults on an armed window.
     while (state_of(w.word.load(std::memory_order_acquire)) == kRestoring) sched_yield();
     return true;
   }
@@ -204,53 +278,55 @@ bool SoftwareSampler::claim(uintptr_t addr, void* ucontext) {
   return true;
 }
 
-void SoftwareSampler::restore_locked(Window& w, bool count_as_touch) {
+// Owner only. Returns with the window's pages accessible and the entry restored or free.
+void SoftwareSampler::restore_window(Tables& t, Window& w, bool count_as_touch) {
   uint64_t word = w.word.load(std::memory_order_acquire);
   for (;;) {
     const uint64_t s = state_of(word);
-    if (s == kFree) return;
-    if (s == kRestoring) {  // a handler is restoring it; wait for it to finish
-      sched_yield();
+    if (s == kFree || s == kRestored) return;
+    if (s == kArmed &&
+        w.word.compare_exchange_weak(word, next_word(word, kRestoring), std::memory_order_acq_rel)) {
+      make_accessible(w.start.load(std::memory_order_relaxed), w.end.load(std::memory_order_relaxed));
+      if (count_as_touch) count_touch(t, w, true);
+      t.stats.armed_now.fetch_sub(1, std::memory_order_relaxed);
+      w.word.store(next_word(next_word(word, kRestoring), kRestored), std::memory_order_release);
+      return;
+    }
+    if (s == kRestoring || s == kArming) {  // a fault or release() is restoring it: wait for its one
+      sched_yield();                         // mprotect call (kArming is the owner's own: not seen here)
       word = w.word.load(std::memory_order_acquire);
-      continue;
     }
-    if (s == kTouched) break;
-    if (w.word.compare_exchange_weak(word, next_word(word, kRestoring), std::memory_order_acq_rel)) {
-      word = next_word(word, kRestoring);
-      const uintptr_t start = w.start.load(std::memory_order_relaxed);
-      mprotect(reinterpret_cast<void*>(start), w.end.load(std::memory_order_relaxed) - start,
-               PROT_READ | PROT_WRITE);
-      if (count_as_touch) count_touch(w, true);
-      stats_->armed_now.fetch_sub(1, std::memory_order_relaxed);
-      break;
-    }
+    // kArmed with a failed compare-exchange: `word` was reloaded; look again.
   }
-  w.word.store(next_word(word, kFree), std::memory_order_release);
 }
 
-void SoftwareSampler::disarm_locked() {
-  Stats& st = *stats_;
+void SoftwareSampler::disarm_locked(Tables& t) {
+  Stats& st = t.stats;
   const uint32_t n = st.high_water.load(std::memory_order_relaxed);
-  for (uint32_t i = 0; i < n; ++i) restore_locked(windows_[i], false);
+  for (uint32_t i = 0; i < n; ++i) {
+    restore_window(t, t.windows[i], false);
+    free_entry(t, t.windows[i], i);
+  }
   st.high_water.store(0, std::memory_order_release);
   st.epoch.fetch_add(1, std::memory_order_release);
 }
 
 void SoftwareSampler::disarm() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (started_) disarm_locked();
+  if (started_.load(std::memory_order_relaxed)) disarm_locked(*tables_.load(std::memory_order_relaxed));
 }
 
 size_t SoftwareSampler::arm(const std::vector<SampleRegion>& regions, uint32_t phase) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!started_) return 0;
-  disarm_locked();
-  Stats& st = *stats_;
+  if (!started_.load(std::memory_order_relaxed)) return 0;
+  Tables& t = *tables_.load(std::memory_order_relaxed);
+  disarm_locked(t);
+  Stats& st = t.stats;
   st.arms.fetch_add(1, std::memory_order_relaxed);
   const uint64_t rotation = rotation_++;
   uint32_t used = 0;
   for (const SampleRegion& r : regions) {
-    if (r.slot >= opt_.max_slots || phase >= opt_.max_phases) {
+    if (r.slot >= t.opt.max_slots || phase >= t.opt.max_phases) {
       st.skipped_range.fetch_add(1, std::memory_order_relaxed);
       continue;
     }
@@ -261,32 +337,54 @@ size_t SoftwareSampler::arm(const std::vector<SampleRegion>& regions, uint32_t p
       st.skipped_small.fetch_add(1, std::memory_order_relaxed);
       continue;
     }
-    if (used == opt_.max_windows) {
+    SlotState& slot = t.slots[r.slot];
+    if (slot.window.load(std::memory_order_relaxed) != 0) {
+      st.skipped_duplicate.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    if (used == t.opt.max_windows) {
       st.skipped_capacity.fetch_add(1, std::memory_order_relaxed);
       continue;
     }
     const uint64_t pages = (last - first) / page_;
-    const uint64_t wp = pages < opt_.window_pages ? pages : opt_.window_pages;
+    const uint64_t wp = pages < t.opt.window_pages ? pages : t.opt.window_pages;
     // Rotate: consecutive arms of one object sample consecutive windows; objects start spread out.
     const uint64_t k = (rotation + uint64_t{r.slot} * 2654435761u) % (pages / wp);
     const uintptr_t start = first + k * wp * page_;
-    Window& w = windows_[used];
+    Window& w = t.windows[used];
     const uint64_t word = w.word.load(std::memory_order_relaxed);  // free: disarm_locked freed all
+    // Seqlock-style: the free state is ordered before the new fields for readers that re-check it.
+    std::atomic_thread_fence(std::memory_order_release);
     w.start.store(start, std::memory_order_relaxed);
     w.end.store(start + wp * page_, std::memory_order_relaxed);
     w.slot.store(r.slot, std::memory_order_relaxed);
     w.phase.store(phase, std::memory_order_relaxed);
     w.pages.store(static_cast<uint32_t>(wp), std::memory_order_relaxed);
-    w.word.store(next_word(word, kArmed), std::memory_order_release);
+    // Publish (index, then arming) before reading the release count: a concurrent release() either
+    // finds this window or has already counted, which the ticket check below sees.
+    slot.window.store(used + 1, std::memory_order_seq_cst);
+    const uint64_t arming = next_word(word, kArming);
+    w.word.store(arming, std::memory_order_seq_cst);
     st.high_water.store(used + 1, std::memory_order_release);
-    // Published before protecting: any fault in the window finds it armed.
+    if (r.release_ticket != kNoReleaseTicket &&
+        slot.releases.load(std::memory_order_seq_cst) != r.release_ticket) {
+      st.skipped_released.fetch_add(1, std::memory_order_relaxed);
+      w.word.store(next_word(arming, kRestored), std::memory_order_release);  // nothing was protected
+      free_entry(t, w, used);
+      continue;  // the entry is reused
+    }
     st.armed_now.fetch_add(1, std::memory_order_relaxed);
     if (mprotect(reinterpret_cast<void*>(start), wp * page_, PROT_NONE) != 0) {
       st.mprotect_failures.fetch_add(1, std::memory_order_relaxed);
-      restore_locked(w, false);  // nothing was protected; frees the entry
-      continue;  // the entry is reused (high_water may shrink back below only at disarm)
+      st.armed_now.fetch_sub(1, std::memory_order_relaxed);
+      w.word.store(next_word(arming, kRestored), std::memory_order_release);
+      free_entry(t, w, used);
+      continue;
     }
-    Counters& c = counters_[uint64_t{r.slot} * opt_.max_phases + phase];
+    // kArming -> kArmed, unless a fault already claimed the window (then it is armed and touched).
+    uint64_t expected = arming;
+    w.word.compare_exchange_strong(expected, next_word(arming, kArmed), std::memory_order_acq_rel);
+    Counters& c = t.counter(r.slot, phase);
     c.armed.fetch_add(1, std::memory_order_relaxed);
     c.armed_pages.fetch_add(wp, std::memory_order_relaxed);
     st.windows_armed.fetch_add(1, std::memory_order_relaxed);
@@ -296,28 +394,59 @@ size_t SoftwareSampler::arm(const std::vector<SampleRegion>& regions, uint32_t p
 }
 
 void SoftwareSampler::release(uint32_t slot) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!started_) return;
-  const uint32_t n = stats_->high_water.load(std::memory_order_relaxed);
-  for (uint32_t i = 0; i < n; ++i) {
-    Window& w = windows_[i];
-    if (state_of(w.word.load(std::memory_order_acquire)) != kFree &&
-        w.slot.load(std::memory_order_relaxed) == slot) {
-      restore_locked(w, false);
+  Tables* t = tables_.load(std::memory_order_acquire);
+  if (t == nullptr || slot >= t->opt.max_slots) return;
+  SlotState& state = t->slots[slot];
+  state.releases.fetch_add(1, std::memory_order_seq_cst);
+  const uint32_t index = state.window.load(std::memory_order_seq_cst);
+  if (index == 0) return;
+  Window& w = t->windows[index - 1];
+  for (;;) {
+    uint64_t word = w.word.load(std::memory_order_seq_cst);
+    const uint64_t s = state_of(word);
+    if (s == kFree || s == kRestored) return;  // pages accessible
+    const uint32_t owner = w.slot.load(std::memory_order_relaxed);
+    const uintptr_t start = w.start.load(std::memory_order_relaxed);
+    const uintptr_t end = w.end.load(std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (w.word.load(std::memory_order_relaxed) != word) continue;  // changed while reading: again
+    // The entry now belongs to another slot: this slot's window was restored and freed by the owner.
+    if (owner != slot) return;
+    if (s == kArming) {  // the owner's mprotect(PROT_NONE) is in flight; a restore now would be undone
+      sched_yield();
+      continue;
+    }
+    if (s == kRestoring) {  // a fault or the owner restores it; make sure before the memory is reused
+      make_accessible(start, end);
+      return;
+    }
+    if (w.word.compare_exchange_strong(word, next_word(word, kRestoring), std::memory_order_acq_rel)) {
+      make_accessible(start, end);
+      t->stats.armed_now.fetch_sub(1, std::memory_order_relaxed);
+      t->stats.releases_restored.fetch_add(1, std::memory_order_relaxed);
+      w.word.store(next_word(next_word(word, kRestoring), kRestored), std::memory_order_release);
+      return;
     }
   }
 }
 
+uint64_t SoftwareSampler::release_ticket(uint32_t slot) const {
+  const Tables* t = tables_.load(std::memory_order_acquire);
+  if (t == nullptr || slot >= t->opt.max_slots) return kNoReleaseTicket;
+  return t->slots[slot].releases.load(std::memory_order_seq_cst);
+}
+
 void SoftwareSampler::unprotect(uintptr_t addr, size_t len, bool count_as_touch) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!started_ || len == 0) return;
+  if (!started_.load(std::memory_order_relaxed) || len == 0) return;
+  Tables& t = *tables_.load(std::memory_order_relaxed);
   const uintptr_t end = len > SIZE_MAX - addr ? SIZE_MAX : addr + len;
-  const uint32_t n = stats_->high_water.load(std::memory_order_relaxed);
+  const uint32_t n = t.stats.high_water.load(std::memory_order_relaxed);
   for (uint32_t i = 0; i < n; ++i) {
-    Window& w = windows_[i];
+    Window& w = t.windows[i];
     if (state_of(w.word.load(std::memory_order_acquire)) == kFree) continue;
     if (w.start.load(std::memory_order_relaxed) < end && addr < w.end.load(std::memory_order_relaxed)) {
-      restore_locked(w, count_as_touch);
+      restore_window(t, w, count_as_touch);
     }
   }
 }
@@ -325,8 +454,9 @@ void SoftwareSampler::unprotect(uintptr_t addr, size_t len, bool count_as_touch)
 WindowCounts SoftwareSampler::counts(uint32_t slot, uint32_t phase) const {
   std::lock_guard<std::mutex> lock(mu_);
   WindowCounts out;
-  if (counters_ == nullptr || slot >= opt_.max_slots || phase >= opt_.max_phases) return out;
-  const Counters& c = counters_[uint64_t{slot} * opt_.max_phases + phase];
+  Tables* t = tables_.load(std::memory_order_relaxed);
+  if (t == nullptr || slot >= t->opt.max_slots || phase >= t->opt.max_phases) return out;
+  const Counters& c = t->counter(slot, phase);
   out.armed = c.armed.load(std::memory_order_relaxed);
   out.touched = c.touched.load(std::memory_order_relaxed);
   out.written = c.written.load(std::memory_order_relaxed);
@@ -336,21 +466,15 @@ WindowCounts SoftwareSampler::counts(uint32_t slot, uint32_t phase) const {
 
 void SoftwareSampler::reset_counts() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (counters_ == nullptr) return;
-  const uint64_t cells = uint64_t{opt_.max_slots} * opt_.max_phases;
-  for (uint64_t i = 0; i < cells; ++i) {
-    counters_[i].armed.store(0, std::memory_order_relaxed);
-    counters_[i].touched.store(0, std::memory_order_relaxed);
-    counters_[i].written.store(0, std::memory_order_relaxed);
-    counters_[i].armed_pages.store(0, std::memory_order_relaxed);
-  }
+  if (Tables* t = tables_.load(std::memory_order_relaxed); t != nullptr) zero_counters(*t);
 }
 
 SoftwareSamplerStats SoftwareSampler::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   SoftwareSamplerStats out;
-  if (stats_ == nullptr) return out;
-  const Stats& s = *stats_;
+  const Tables* t = tables_.load(std::memory_order_relaxed);
+  if (t == nullptr) return out;
+  const Stats& s = t->stats;
   out.arms = s.arms.load();
   out.windows_armed = s.windows_armed.load();
   out.armed_now = s.armed_now.load();
@@ -361,6 +485,9 @@ SoftwareSamplerStats SoftwareSampler::stats() const {
   out.faults_claimed = s.faults_claimed.load();
   out.faults_retried = s.faults_retried.load();
   out.faults_chained = s.faults_chained.load();
+  out.skipped_released = s.skipped_released.load();
+  out.skipped_duplicate = s.skipped_duplicate.load();
+  out.releases_restored = s.releases_restored.load();
   return out;
 }
 

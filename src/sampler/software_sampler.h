@@ -29,12 +29,46 @@
 //  - Protecting 4 KiB inside a transparent huge page splits the huge page mapping.
 //  - mprotect is not on the POSIX async-signal-safe list, but it is a plain system call on Linux.
 //
-// Thread safety: the owner operations (start, stop, arm, disarm, release, unprotect, counts,
-// reset_counts, stats, set_program_handler) are serialized by an internal mutex and may be called from
-// any thread except from inside a signal handler. The SIGSEGV handler takes no locks and allocates
-// nothing. Only one SoftwareSampler can be started in a process at a time (it owns SIGSEGV).
+// Thread safety and synchronisation.
+//  - Owner operations (start, stop, arm, disarm, unprotect, counts, reset_counts, stats) are
+//    serialized by an internal mutex and may be called from any thread except from inside a signal
+//    handler. They may wait for other threads (a fault handler or release() restoring a window).
+//  - release(slot) and release_ticket(slot) never take that mutex: they are meant for free(), which
+//    must not block behind arm(). release() allocates nothing, takes no lock, looks only at the one
+//    window of `slot` (a per-slot index, O(1)) and calls mprotect only on that window, holding nothing.
+//    It waits in exactly one case: when arm() has published the slot's window and its
+//    mprotect(PROT_NONE) is in flight (state arming), release() yields until that one call returns
+//    (or a fault claims the window), because a restore issued before it would be undone. It never
+//    waits for the rest of arm().
+//  - The SIGSEGV handler takes no locks and allocates nothing.
+//  - Each window entry is a small state machine in one atomic word (state plus a generation that
+//    changes at every transition, so a compare-exchange cannot succeed on a recycled entry):
+//      free -> arming (owner publishes, then mprotect(PROT_NONE)) -> armed
+//      armed -> restoring (whoever wins the compare-exchange: a fault, release(), or the owner)
+//      arming -> restoring (a fault only: it proves the protection is in effect)
+//            -> restored (pages readable and writable again; the entry keeps its slot)
+//      restored -> free (owner, at the next arm/disarm)
+//    The entry's fields (range, slot, phase) are written only while it is free; readers re-check the
+//    word after reading them. release() finding a window restoring by someone else restores the range
+//    itself (mprotect to PROT_READ|PROT_WRITE is idempotent) instead of waiting; the owner waits for
+//    the restorer to finish before it frees the entry; the handler waits, then retries the access.
+//  - A region may have been freed between the moment the owner saw it alive and arm(). To close that
+//    gap, read release_ticket(slot) BEFORE checking that the object is alive and pass it in
+//    SampleRegion::release_ticket: release() increments the slot's count before it looks for the
+//    window, and arm() re-reads the count after publishing the window, so one of the two always sees
+//    the other (both sequentially consistent) and a freed region is never left protected.
+//  - After release(slot) returns, no page of any window of `slot` is protected, provided every region
+//    armed for `slot` carried a ticket read before the object's liveness check (or was armed before
+//    release() began).
+//
+// REQUIRES: a slot names one piece of memory: the regions passed for a slot never overlap another
+// slot's memory. At most one window per slot is armed per arm() (duplicates are skipped and counted).
+// Tables are allocated by the first start() and kept until the sampler is destroyed (a later start()
+// with the same sizes reuses them), so release() racing with stop() or a restart never touches freed
+// memory. Only one SoftwareSampler can be started in a process at a time (it owns SIGSEGV).
 #pragma once
 
+#include <atomic>
 #include <csignal>
 #include <cstddef>
 #include <cstdint>
@@ -45,10 +79,15 @@
 
 namespace sentinel {
 
+inline constexpr uint64_t kNoReleaseTicket = ~uint64_t{0};
+
 struct SampleRegion {
   uintptr_t addr = 0;  // object start (need not be page aligned; only whole pages inside are sampled)
   size_t len = 0;
   uint32_t slot = 0;   // the owner's object id; < max_slots
+  // release_ticket(slot) read before the owner checked that the object is alive; kNoReleaseTicket
+  // skips the check (then a region freed before arm() may stay protected until the next arm/disarm).
+  uint64_t release_ticket = kNoReleaseTicket;
 };
 
 struct SoftwareSamplerOptions {
@@ -78,6 +117,9 @@ struct SoftwareSamplerStats {
   uint64_t faults_claimed = 0;    // faults that were the sampler's
   uint64_t faults_retried = 0;    // unattributed faults retried once
   uint64_t faults_chained = 0;    // faults handed to the program's disposition
+  uint64_t skipped_released = 0;  // regions released after their ticket was read: not armed
+  uint64_t skipped_duplicate = 0; // a second region for a slot in one arm()
+  uint64_t releases_restored = 0; // windows restored by release() (not counted as touches)
 };
 
 class SoftwareSampler {
@@ -99,8 +141,12 @@ class SoftwareSampler {
   size_t arm(const std::vector<SampleRegion>& regions, uint32_t phase);
   // Restores every window without arming new ones (profiling stopped, or between steps).
   void disarm();
-  // Restores the windows of `slot`; call before the object is freed. Not counted as a touch.
+  // Restores the window of `slot`; call before the object's memory is freed or reused. Not counted as
+  // a touch. Lock-free and O(1); safe from free() while another thread runs arm() (see above).
   void release(uint32_t slot);
+  // The number of release(slot) calls so far, for SampleRegion::release_ticket. Lock-free; returns
+  // kNoReleaseTicket before the first start().
+  uint64_t release_ticket(uint32_t slot) const;
   // Restores every window overlapping [addr, addr+len) (e.g. before read(2) into a program buffer).
   // With count_as_touch, those windows are counted as touched (written) in their phase, since the
   // caller is about to access them.
@@ -116,23 +162,19 @@ class SoftwareSampler {
   static void get_program_handler(struct sigaction* out);
 
   struct Window;  // table entry, defined in the .cc
+  struct Tables;  // windows, per-slot index and release counts, counters, stats (defined in the .cc)
 
  private:
   static void on_signal(int sig, siginfo_t* info, void* ucontext);
-  bool claim(uintptr_t addr, void* ucontext);
-  void restore_locked(Window& w, bool count_as_touch);
-  void disarm_locked();
-  void count_touch(const Window& w, bool write);
+  bool claim(Tables& t, uintptr_t addr, void* ucontext);
+  void restore_window(Tables& t, Window& w, bool count_as_touch);
+  void disarm_locked(Tables& t);
 
-  mutable std::mutex mu_;
-  SoftwareSamplerOptions opt_;
+  mutable std::mutex mu_;  // owner operations only; never taken by release() or the handler
   size_t page_ = 4096;
-  std::unique_ptr<Window[]> windows_;
-  struct Counters;
-  std::unique_ptr<Counters[]> counters_;  // max_slots * max_phases
-  struct Stats;
-  std::unique_ptr<Stats> stats_;
-  bool started_ = false;
+  std::atomic<Tables*> tables_{nullptr};       // published by start(), never freed before ~SoftwareSampler
+  std::vector<std::unique_ptr<Tables>> owned_;  // every Tables ever allocated (owner-only)
+  std::atomic<bool> started_{false};
   uint64_t rotation_ = 0;  // owner-only: advances the window position each arm()
 };
 

@@ -29,6 +29,7 @@ void usage(FILE* out) {
                "  replay PROFILE [options]           model a recorded profile under every policy\n"
 #endif
                "  help                               this text\n"
+               "  --version                          print the version\n"
                "\n"
                "Run `sentinel COMMAND --help` for the options of a command.\n");
 }
@@ -43,6 +44,10 @@ int main(int argc, char** argv) {
   const char* cmd = argv[1];
   if (!std::strcmp(cmd, "help") || !std::strcmp(cmd, "--help") || !std::strcmp(cmd, "-h")) {
     usage(stdout);
+    return 0;
+  }
+  if (!std::strcmp(cmd, "--version") || !std::strcmp(cmd, "version")) {
+    std::printf("sentinel %s\n", SENTINEL_VERSION);
     return 0;
   }
   if (!std::strcmp(cmd, "run")) return sentinel::cli::run_main(argc - 1, argv + 1);

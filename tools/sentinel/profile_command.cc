@@ -1,6 +1,8 @@
 // `sentinel profile`: records an access profile of a program's first training steps and prints what
 // it shows.
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -119,6 +121,25 @@ void print_profile_summary(const StepProfile& p, const std::string& path) {
   print("hottest objects (accesses per byte):", by_heat);
 }
 
+// The profile path this run will write: the last --out among the options (which end at "--" or at the
+// program; every option but --quiet, -h and --help takes a value, as `sentinel run` parses them), else
+// SENTINEL_PROFILE_OUT from the environment, else the preload's default. Known before the program
+// starts, so that a stale file at exactly that path can be removed first.
+std::string profile_out_path(int argc, char** argv) {
+  std::string out;
+  for (int i = 1; i < argc; ++i) {
+    const char* arg = argv[i];
+    if (!std::strcmp(arg, "--") || arg[0] != '-') break;
+    if (!std::strcmp(arg, "--quiet") || !std::strcmp(arg, "-h") || !std::strcmp(arg, "--help")) continue;
+    if (i + 1 >= argc) break;  // run_program reports the missing value
+    if (!std::strcmp(arg, "--out")) out = argv[i + 1];
+    ++i;
+  }
+  if (!out.empty()) return out;
+  const char* env = std::getenv("SENTINEL_PROFILE_OUT");
+  return env != nullptr && *env != '\0' ? env : "sentinel-profile.json";
+}
+
 int profile_main(int argc, char** argv) {
   for (int i = 1; i < argc && std::strcmp(argv[i], "--") != 0; ++i) {
     if (!std::strcmp(argv[i], "-h") || !std::strcmp(argv[i], "--help")) {
@@ -126,8 +147,16 @@ int profile_main(int argc, char** argv) {
       return 0;
     }
   }
-  std::string out = "sentinel-profile.json";
-  const EnvList env = {{"SENTINEL_MODE", "profile"}};
+  const std::string out = profile_out_path(argc, argv);
+  // A stale profile must not pass for this run's: remove the file this run is going to write, and
+  // only that one (another profile at the default path is left alone when --out names a different one).
+  if (std::remove(out.c_str()) != 0 && errno != ENOENT) {
+    std::fprintf(stderr, "sentinel profile: cannot remove the old profile '%s': %s\n", out.c_str(),
+                 std::strerror(errno));
+    return 2;
+  }
+  // The preload writes where this command reads, whatever the environment says.
+  const EnvList env = {{"SENTINEL_MODE", "profile"}, {"SENTINEL_PROFILE_OUT", out}};
   auto option = [&](int i, char** av, EnvList* extra) {
     struct Map {
       const char* opt;
@@ -141,13 +170,11 @@ int profile_main(int argc, char** argv) {
     for (const auto& m : kMap) {
       if (!std::strcmp(av[i], m.opt)) {
         extra->emplace_back(m.var, av[i + 1]);
-        if (!std::strcmp(m.opt, "--out")) out = av[i + 1];
         return true;
       }
     }
     return false;
   };
-  std::remove(out.c_str());  // a stale profile must not pass for this run's
   const int code = run_program(argc, argv, env, option);
   StepProfile profile;
   std::string error;

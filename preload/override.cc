@@ -30,6 +30,9 @@ SENTINEL_EXPORT size_t malloc_usable_size(void* p) noexcept { return sentinel::r
 SENTINEL_EXPORT int sigaction(int signum, const struct sigaction* act, struct sigaction* old) noexcept {
   return sentinel::rt::sigaction(signum, act, old);
 }
+SENTINEL_EXPORT int sigaltstack(const stack_t* ss, stack_t* old) noexcept {
+  return sentinel::rt::sigaltstack(ss, old);
+}
 SENTINEL_EXPORT sighandler_t signal(int signum, sighandler_t handler) noexcept {
   return sentinel::rt::signal(signum, handler);
 }

@@ -16,6 +16,7 @@
 #include "profile/profile_io.h"
 #include "runtime_state.h"
 #include "service.h"
+#include "signals.h"
 #include "sampler/pmu_sampler.h"
 #include "sampler/software_sampler.h"
 
@@ -172,6 +173,8 @@ void arm(Profiler& p, const LiveObjects& live, uint32_t step_rel, uint32_t phase
       continue;
     }
     if (slot >= kMaxSampledSlots) continue;
+    // A thread's alternate signal stack must stay writable, or no signal can be delivered to it.
+    if (alt_stack_overlaps(r.start, o.size)) continue;
     p.armed.push_back(Armed{slot, key, o.size, r.start, ticket});
   }
   std::sort(p.armed.begin(), p.armed.end(), [](const Armed& a, const Armed& b) { return a.start < b.start; });

@@ -88,7 +88,7 @@ constexpr Use kUses[] = {
 struct Options {
   int steps = 12, copies = 1, settle_us = 1000, sync_arm_ms = 0, segv_step = 2, crash_step = -1;
   long work_kb = 16384;
-  bool mark = false, print_truth = false;
+  bool mark = false, print_truth = false, altstack = false;
   const char* own_segv = nullptr;
 };
 
@@ -203,10 +203,24 @@ void on_segv(int, siginfo_t* info, void*) {
            PROT_READ | PROT_WRITE);
 }
 
+// --altstack: the handler runs on an alternate stack the program allocated with malloc, large enough to be an
+// object (as Python's faulthandler does): the kernel writes the signal frame there, so it must never be
+// protected by the profiler.
+bool g_altstack = false;
+
+void install_alt_stack() {
+  constexpr size_t kBytes = 64 * 1024;
+  stack_t ss {};
+  ss.ss_sp = std::malloc(kBytes);
+  ss.ss_size = kBytes;
+  if (ss.ss_sp == nullptr || sigaltstack(&ss, nullptr) != 0) std::perror("sigaltstack");
+  g_altstack = true;
+}
+
 void install_segv_handler() {
   struct sigaction sa {};
   sa.sa_sigaction = on_segv;
-  sa.sa_flags = SA_SIGINFO;
+  sa.sa_flags = SA_SIGINFO | (g_altstack ? SA_ONSTACK : 0);
   sigemptyset(&sa.sa_mask);
   if (sigaction(SIGSEGV, &sa, nullptr) != 0) std::perror("sigaction");
 }
@@ -267,6 +281,7 @@ bool parse(int argc, char** argv, Options* opt) {
     const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
     if (!std::strcmp(a, "--print-truth")) opt->print_truth = true;
     else if (!std::strcmp(a, "--mark")) opt->mark = true;
+    else if (!std::strcmp(a, "--altstack")) opt->altstack = true;
     else if (v == nullptr) return false;
     else if (!std::strcmp(a, "--steps")) opt->steps = std::atoi(v), ++i;
     else if (!std::strcmp(a, "--copies")) opt->copies = std::atoi(v), ++i;
@@ -289,7 +304,7 @@ int main(int argc, char** argv) {
   Options opt;
   if (!parse(argc, argv, &opt)) {
     std::fprintf(stderr, "usage: %s [--print-truth] [--steps N] [--copies R] [--work-kb K] [--settle-us U] "
-                         "[--sync-arm-ms M] [--mark] [--own-segv before|during] [--segv-step S] [--crash-step S]\n", argv[0]);
+                         "[--sync-arm-ms M] [--mark] [--own-segv before|during] [--segv-step S] [--crash-step S] [--altstack]\n", argv[0]);
     return 2;
   }
   if (opt.print_truth) {
@@ -304,6 +319,7 @@ int main(int argc, char** argv) {
   if (g_guard == MAP_FAILED) return 1;
   bool segv_installed = false;
   long expected_own = 0;
+  if (opt.altstack) install_alt_stack();
   if (opt.own_segv != nullptr && !std::strcmp(opt.own_segv, "before")) {
     install_segv_handler();
     segv_installed = true;

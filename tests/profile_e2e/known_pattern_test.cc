@@ -239,6 +239,14 @@ TEST(KnownPattern, OwnSigsegvHandlerInstalledBeforeProfiling) {
   EXPECT_TRUE(r.profile_ok) << r.profile_error;
 }
 
+// The program's handler runs on an alternate stack it allocated with malloc (an object): the kernel must be
+// able to write the signal frame there, so the profiler never protects it.
+TEST(KnownPattern, OwnSigsegvHandlerOnAnAlternateStackThatIsAnObject) {
+  const ProfiledRun r = run_profiled("segv_altstack", {"--mark", "--steps", "8", "--own-segv", "before", "--altstack"});
+  expect_own_faults_only(r.run, false);
+  EXPECT_TRUE(r.profile_ok) << r.profile_error;
+}
+
 // A real bug of the program (a wild write) during profiling kills it with SIGSEGV, as without Sentinel.
 TEST(KnownPattern, ProgramFaultStillKillsWithSigsegv) {
   const ProfiledRun r = run_profiled("crash", {"--mark", "--steps", "8", "--crash-step", "2"});

@@ -13,37 +13,63 @@
 #include <vector>
 
 #include "commands.h"
+#include "core/config.h"
+#ifdef SENTINEL_HAVE_TOPO
+#include "topo/topology.h"
+#endif
 
 namespace sentinel::cli {
 namespace {
 
-struct OptionToEnv {
-  const char* option;
-  const char* variable;
-  const char* help;
-};
-
-// Values are checked by the runtime itself, which names the variable and the accepted values.
-constexpr OptionToEnv kOptions[] = {
-    {"--mode", "SENTINEL_MODE", "passthrough | track | profile (default track)"},
-    {"--fast-budget", "SENTINEL_FAST_BUDGET", "bytes (K/M/G) or % of peak object bytes kept on the fast node"},
-    {"--fast-node", "SENTINEL_FAST_NODE", "override the detected fast node"},
-    {"--slow-node", "SENTINEL_SLOW_NODE", "override the detected slow node"},
-    {"--min-object", "SENTINEL_MIN_OBJECT", "smallest allocation tracked as an object (default 64K)"},
-    {"--log", "SENTINEL_LOG", "trace | debug | info | warn | error | off (default warn)"},
-    {"--log-file", "SENTINEL_LOG_FILE", "write the log there instead of stderr"},
-    {"--stats", "SENTINEL_STATS", "write the JSON statistics there at exit"},
-    {"--stack-depth", "SENTINEL_STACK_DEPTH", "frames hashed into a call-site (default 16)"},
-    {"--reserve", "SENTINEL_RESERVE", "address space reserved for objects (default 256G)"},
-};
+// Every option maps to one SENTINEL_* variable of the runtime's configuration table (core/config.h); values
+// are checked by the runtime itself, which names the variable and the accepted values.
+const ConfigVariable* variable_of_option(const char* option) {
+  for (size_t i = 0; i < config_variable_count(); ++i) {
+    const ConfigVariable& v = config_variable(i);
+    if (v.cli_option != nullptr && !std::strcmp(v.cli_option, option)) return &v;
+  }
+  return nullptr;
+}
 
 void usage(FILE* out) {
-  std::fprintf(out, "usage: sentinel run [options] -- PROGRAM [ARGS...]\n\noptions:\n");
-  for (const auto& o : kOptions) std::fprintf(out, "  %-16s VALUE  %s (%s)\n", o.option, o.help, o.variable);
+  std::fprintf(out, "usage: sentinel run [options] -- PROGRAM [ARGS...]\n\noptions (each sets a SENTINEL_* variable):\n");
+  for (size_t i = 0; i < config_variable_count(); ++i) {
+    const ConfigVariable& v = config_variable(i);
+    if (v.cli_option == nullptr) continue;
+    std::fprintf(out, "  %-15s VALUE  %s (%s; default %s)\n", v.cli_option, v.meaning, v.name, v.default_text);
+  }
   std::fprintf(out,
-               "  --lib PATH              libsentinel.so to preload (default: next to this tool)\n"
-               "  --quiet                 no summary at the end\n"
-               "  -h, --help              this text\n");
+               "  --lib PATH             libsentinel.so to preload (default: next to this tool)\n"
+               "  --quiet                no summary at the end\n"
+               "  -h, --help             this text\n"
+               "\nWith --fast-budget and no --mode, a machine with a slow memory node runs managed mode (objects\n"
+               "move along a plan every step); with one node it runs track mode.\n"
+               "\nEvery variable the runtime reads:\n");
+  for (size_t i = 0; i < config_variable_count(); ++i) {
+    const ConfigVariable& v = config_variable(i);
+    std::fprintf(out, "  %-24s %s. Accepted: %s. Default: %s.\n", v.name, v.meaning, v.values, v.default_text);
+  }
+}
+
+// Whether this machine (as the runtime would see it) has a slow node, for picking managed mode.
+bool machine_is_tiered(const EnvList& env) {
+#ifdef SENTINEL_HAVE_TOPO
+  Config config;
+  char message[512];
+  EnvList merged = env;
+  auto lookup = [](const char* name, void* ctx) -> const char* {
+    for (const auto& [k, v] : *static_cast<EnvList*>(ctx))
+      if (k == name) return v.c_str();
+    return ::getenv(name);
+  };
+  if (!parse_config(lookup, &merged, &config, message, sizeof message)) return false;
+  topo::Topology topology;
+  std::string error;
+  return topo::detect_topology(topo::options_from_config(config), &topology, &error) && topology.tiered();
+#else
+  (void)env;
+  return false;
+#endif
 }
 
 std::string executable_dir() {
@@ -103,15 +129,11 @@ int run_program(int argc, char** argv, const EnvList& extra_env,
       ++i;
       continue;
     }
-    bool known = false;
-    for (const auto& o : kOptions) {
-      if (!std::strcmp(arg, o.option)) {
-        env.emplace_back(o.variable, argv[++i]);
-        if (!std::strcmp(o.variable, "SENTINEL_STATS")) stats = argv[i];
-        known = true;
-      }
-    }
-    if (!known) {
+    const ConfigVariable* v = variable_of_option(arg);
+    if (v != nullptr) {
+      env.emplace_back(v->name, argv[++i]);
+      if (!std::strcmp(v->name, "SENTINEL_STATS")) stats = argv[i];
+    } else {
       std::fprintf(stderr, "sentinel run: unknown option '%s'\n", arg);
       usage(stderr);
       return 2;
@@ -121,6 +143,18 @@ int run_program(int argc, char** argv, const EnvList& extra_env,
     std::fprintf(stderr, "sentinel run: no program given\n");
     usage(stderr);
     return 2;
+  }
+  auto has = [&](const char* name) {
+    for (const auto& kv : env)
+      if (kv.first == name) return true;
+    return ::getenv(name) != nullptr;
+  };
+  if (has("SENTINEL_FAST_BUDGET") && !has("SENTINEL_MODE")) {
+    const bool tiered = machine_is_tiered(env);
+    env.emplace_back("SENTINEL_MODE", tiered ? "managed" : "track");
+    if (!quiet && !tiered) {
+      std::fprintf(stderr, "sentinel run: one memory node here: nothing to move, running track mode\n");
+    }
   }
   if (lib.empty() || ::access(lib.c_str(), R_OK) != 0) {
     std::fprintf(stderr, "sentinel run: cannot find libsentinel.so (looked for '%s'); use --lib\n",

@@ -92,6 +92,7 @@ const char* stage_name(Stage s) {
 
 constexpr uint32_t kFallbacksBeforeReprofile = 3;
 constexpr uint32_t kDeviationsLogged = 5;
+constexpr uint32_t kMinPlanPeriod = 4;
 
 std::string hex(uint64_t v) {
   char buf[24];
@@ -168,6 +169,15 @@ StepProfile in_extent_bytes(const StepProfile& p) {
 // the next step on. False when nothing could be planned (logged).
 bool plan_and_start(Manager& m, const char* why) {
   std::string error;
+  if (m.profile->period < kMinPlanPeriod) {
+    // Python's imports and other set-up loops repeat too: a "step" of one or two allocations has no
+    // phases to place objects in. Wait for the real structure (the detector re-detects it).
+    log_write(LogLevel::kInfo, ("managed mode: a step of " + std::to_string(m.profile->period) +
+                                " allocation(s) is not planned; waiting for the training step")
+                                   .c_str());
+    m.stage = Stage::kProfiling;
+    return false;
+  }
   auto index = std::make_unique<ProfileIndex>();
   if (!index->build(in_extent_bytes(*m.profile), &error)) {
     log_write(LogLevel::kError, ("managed mode: the profile cannot be planned: " + error).c_str());
@@ -419,6 +429,7 @@ void load_inputs(Manager& m) {
 
 Manager* create_manager() {
   auto* m = new Manager();
+  profiler_set_min_period(kMinPlanPeriod);
   std::string error;
   resolve_memory_system(g_state.config.tier, &m->mem, &error);  // checked in manager_configure
   load_inputs(*m);

@@ -41,7 +41,7 @@ class RuntimeOwner final : public migrate::Owner {
       // free() left the extent to us: hand it back to the heap now that no page is in flight.
       r.move_flags.store(0, std::memory_order_relaxed);
       g_state.placer.release(r.pool, r.extent_bytes);
-      g_state.heap.release(slot);
+      g_state.heap.release(slot, g_state.placer.drops_pages_on_free(r.pool));
     }
   }
 };

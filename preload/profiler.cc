@@ -56,6 +56,7 @@ struct Profiler {
 
   bool active = true;  // false: follow nothing, profile nothing (managed mode with a profile in hand)
   bool restart_requested = false;
+  uint32_t min_period = 1;  // steps with fewer allocations are not profiled
   std::unique_ptr<ProfileBuilder> builder;
   std::shared_ptr<const StepProfile> latest;  // the last profile completed
   uint64_t completed = 0;
@@ -323,7 +324,7 @@ void on_alloc(Profiler& p, const LiveObjects& live, const ObjectEvent& e) {
     if (p.state != ProfState::kWaiting) restart(p, "the manager asked for a new profile");
     p.structure_first_step = -1;
   }
-  if (p.state == ProfState::kWaiting && e.step >= 0 && e.event == 0 && e.period > 0) {
+  if (p.state == ProfState::kWaiting && e.step >= 0 && e.event == 0 && e.period > 0 && e.period >= p.min_period) {
     if (p.structure_first_step < 0) p.structure_first_step = e.step;
     if (e.step - p.structure_first_step >= static_cast<int64_t>(g_state.config.warmup_steps)) {
       begin_profile(p, live, e);
@@ -419,6 +420,12 @@ void profiler_set_active(bool active) noexcept {
     p.relocks_seen = ~uint64_t{0};
   }
   p.active = active;
+}
+
+void profiler_set_min_period(uint32_t period) noexcept {
+  if (g_profiler == nullptr) return;
+  std::lock_guard<std::mutex> lock(g_profiler->mu);
+  g_profiler->min_period = period;
 }
 
 void profiler_request_profile() noexcept {

@@ -35,6 +35,9 @@ void profiler_on_event(const ObjectEvent& e, const LiveObjects& live) noexcept;
 // Inactive: the profiler ignores events (and stops sampling). Managed mode starts it inactive when it has
 // a recorded profile.
 void profiler_set_active(bool active) noexcept;
+// Steps of fewer allocation events than `period` are not profiled (managed mode: a set-up loop such as
+// Python's imports repeats too, but a step of one or two allocations has nothing to plan).
+void profiler_set_min_period(uint32_t period) noexcept;
 // Starts profiling over (after the warm-up steps), for the manager when a plan no longer fits the program.
 void profiler_request_profile() noexcept;
 // The last completed profile (nullptr if none) and how many have completed so far.

@@ -196,7 +196,7 @@ void free_object(void* p) noexcept {
   profiler_on_free(slot);
   if (migration_on_free(slot)) return;  // a running move hands the extent back when it ends
   s.placer.release(r.pool, r.extent_bytes);
-  s.heap.release(slot);
+  s.heap.release(slot, s.placer.drops_pages_on_free(r.pool));
 }
 
 inline void* system_malloc(size_t size) noexcept {

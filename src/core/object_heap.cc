@@ -154,12 +154,12 @@ uint32_t ObjectHeap::slot_of(const void* p) const noexcept {
   return r.start == a ? v - 1 : kNoSlot;
 }
 
-void ObjectHeap::release(uint32_t slot) noexcept {
+void ObjectHeap::release(uint32_t slot, bool drop_pages) noexcept {
   ObjectRecord& r = records_[slot];
   r.size = 0;
   r.state.store(ExtentState::kCached, std::memory_order_release);
-  bool trim = false;
-  {
+  bool trim = drop_pages;
+  if (!trim) {
     SpinGuard guard(lock_);
     trim = stats_.cached_resident_bytes + r.extent_bytes > cache_limit_.load(std::memory_order_relaxed);
   }

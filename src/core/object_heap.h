@@ -88,8 +88,10 @@ class ObjectHeap {
   // The slot whose extent starts exactly at p, or kNoSlot (interior or foreign pointer).
   uint32_t slot_of(const void* p) const noexcept;
 
-  // Returns a live extent to its pool's cache. May call madvise (without holding the lock).
-  void release(uint32_t slot) noexcept;
+  // Returns a live extent to its pool's cache. May call madvise (without holding the lock). With
+  // `drop_pages` the extent's pages are returned to the kernel whatever the cache holds (a pool whose
+  // resident bytes are capped by a budget: cached pages would sit in that memory outside the budget).
+  void release(uint32_t slot, bool drop_pages = false) noexcept;
 
   ObjectRecord& record(uint32_t slot) noexcept { return records_[slot]; }
   const ObjectRecord& record(uint32_t slot) const noexcept { return records_[slot]; }

@@ -18,8 +18,9 @@ void PlanExecutor::stop() {
   waiting_.clear();
   awaited_.clear();
   if (step_managed_) {
+    ++stats_.fallback_steps;  // the step in progress did not follow a plan to its end
     step_managed_ = false;
-    step_deviated_ = true;  // the step in progress did not follow a plan to its end
+    step_deviated_ = false;
   }
 }
 

@@ -91,6 +91,11 @@ class BudgetPlacer {
   bool configure(const PlacerConfig& config, std::string_view* why) noexcept;
 
   bool enabled() const noexcept { return enabled_; }
+  // Whether freed extents of `pool` must give their pages back: the fast pool under a budget (a freed
+  // extent kept resident would hold fast memory the budget no longer counts).
+  bool drops_pages_on_free(uint8_t pool) const noexcept {
+    return enabled_ && pool == kFastPool && budget_.kind != BudgetKind::kUnlimited;
+  }
   int fast_node() const noexcept { return fast_node_; }
   int slow_node() const noexcept { return slow_node_; }
   // Node of a heap pool (kFastPool/kSlowPool), -1 for other pools.

@@ -263,6 +263,7 @@ TEST_F(ExecutorTest, StopEndsManagement) {
   ex.on_alloc(ObjectRef{11, 1}, kB, 2000, Tier::kFast, 0, 1, 4);
   EXPECT_TRUE(sink.issued.empty());
   EXPECT_FALSE(ex.has_plan());
+  EXPECT_EQ(ex.stats().fallback_steps, 1u);  // the step it stopped in did not follow the plan to its end
 }
 
 }  // namespace

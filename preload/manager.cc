@@ -311,8 +311,12 @@ void on_alloc(Manager& m, const ObjectEvent& e) {
   }
   const bool new_step = e.step >= 0 && e.step != m.step;
   const bool was_deviated = m.executor->step_deviated();
+  const uint64_t late_before = m.executor->stats().late_prefetches;
   m.executor->on_alloc(ObjectRef{e.slot, e.generation}, e.tag, e.extent_bytes, tier_of_pool(e.pool), e.step, e.event,
                        e.period);
+  if (m.executor->stats().late_prefetches != late_before) {
+    migration_note_late(m.executor->stats().late_prefetches - late_before);
+  }
   if (!was_deviated && m.executor->step_deviated() && m.deviations_logged < kDeviationsLogged) {
     ++m.deviations_logged;
     const CompiledPlan* plan = m.executor->plan();

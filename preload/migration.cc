@@ -108,6 +108,10 @@ migrate::State migration_wait(migrate::Ticket t, std::chrono::nanoseconds timeou
   return engine->wait(t, timeout);
 }
 
+void migration_note_late(uint64_t n) noexcept {
+  if (migrate::Engine* engine = g_engine.load(std::memory_order_acquire)) engine->note_late(n);
+}
+
 bool migration_on_free(uint32_t slot) noexcept {
   ObjectRecord& r = g_state.heap.record(slot);
   if ((r.move_flags.load(std::memory_order_acquire) & kMoving) == 0) return false;

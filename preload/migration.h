@@ -31,6 +31,8 @@ migrate::Ticket migration_move_slot(uint32_t slot, uint32_t generation, uint8_t 
                                     migrate::Priority priority) noexcept;
 migrate::State migration_wait(migrate::Ticket t, std::chrono::nanoseconds timeout) noexcept;
 
+// Prefetches the plan executor found late (counted in the engine's statistics).
+void migration_note_late(uint64_t n) noexcept;
 // From free(), after the object is marked freed: true when the engine will recycle the extent.
 bool migration_on_free(uint32_t slot) noexcept;
 // In a forked child: the engine thread is gone; moves are neither waited for nor queued.

@@ -6,7 +6,8 @@
 
 --check starts the training in a child process with libsentinel.so preloaded (SENTINEL_TEST_PRELOAD names it) and
 watches it from outside: every 0.2 s it reads /proc/CHILD/numa_maps and adds up the node-0 pages of the
-mappings with a NUMA policy (Sentinel's extents; everything else has the default policy). At the end it
+mappings whose policy names a node (prefer:N or bind:N): Sentinel binds every extent that way
+(docs/placement.md); the rest of the process has the default policy, or "local" (a buffer of PyTorch's). At the end it
 checks, against the child's SENTINEL_STATS and its own samples:
   - the losses are bit for bit the reference's (kernels pinned as in place_torch.py);
   - node-0 object bytes never exceeded the fast-memory budget;
@@ -36,13 +37,17 @@ def train(args, out):
     runpy.run_path(TRAIN, run_name="__main__")
 
 
+def sentinel_policy(word):
+    return word.startswith("prefer:") or word.startswith("bind:")
+
+
 def policy_vmas(pid):
-    """(start, end, perms) of the mappings whose NUMA policy is not the default, from maps + numa_maps."""
+    """(start, end, perms) of the mappings bound to a node (Sentinel's extents), from maps + numa_maps."""
     bound = set()
     with open(f"/proc/{pid}/numa_maps") as f:
         for line in f:
             parts = line.split()
-            if len(parts) > 1 and not parts[1].startswith("default"):
+            if len(parts) > 1 and sentinel_policy(parts[1]):
                 bound.add(int(parts[0], 16))
     vmas = []
     with open(f"/proc/{pid}/maps") as f:
@@ -59,7 +64,7 @@ def node0_policy_bytes(pid):
     with open(f"/proc/{pid}/numa_maps") as f:
         for line in f:
             parts = line.split()
-            if len(parts) < 2 or parts[1].startswith("default"):
+            if len(parts) < 2 or not sentinel_policy(parts[1]):
                 continue
             page = 4096
             n0 = 0

@@ -532,25 +532,13 @@ ManagerReport manager_report() noexcept {
     const manage::ExecutorStats& st = m.executor->stats();
     r.stage = stage_name(m.stage);
     r.plan_source = m.plan_source;
-    r.managed_steps = st.managed_steps;
-    r.fallback_steps = st.fallback_steps;
-    r.plan_fidelity = st.fidelity();
-    r.late_prefetches = st.late_prefetches;
+    r.executor = st;
     r.replans = m.replans;
     r.plans = m.plans;
     r.reprofiles = m.reprofiles;
-    r.bytes_migrated = st.bytes_migrated;
-    r.bytes_migrated_per_step =
-        st.managed_steps == 0 ? 0.0 : static_cast<double>(st.bytes_migrated) / static_cast<double>(st.managed_steps);
     r.planned_bytes_per_step = m.executor->plan() ? m.executor->plan()->planned_migrated_bytes_per_step() : 0;
     r.plan_budget_bytes = m.plan.summary.budget_bytes;
     r.plan_modeled_step_ns = m.plan.summary.modeled_step_ns;
-    r.moves_issued = st.moves_issued;
-    r.moves_deferred = st.moves_deferred;
-    r.moves_dropped = st.moves_dropped;
-    r.reconcile_moves = st.reconcile_moves;
-    r.moves_done = st.moves_done;
-    r.moves_failed = st.moves_failed;
     r.completions_dropped = g_completions.dropped();
     r.placement_checked_bytes = m.checked_bytes;
     r.placement_matching_bytes = m.matching_bytes;

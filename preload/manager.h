@@ -22,6 +22,7 @@
 #include <string>
 
 #include "core/event_ring.h"
+#include "manage/plan_executor.h"
 #include "service.h"
 
 namespace sentinel::rt {
@@ -39,20 +40,13 @@ struct ManagerReport {
   bool enabled = false;
   std::string stage;        // "off", "profiling", "matching-profile", "managed"
   std::string plan_source;  // "planned", "SENTINEL_PLAN", "" (none yet)
-  uint64_t managed_steps = 0;
-  uint64_t fallback_steps = 0;
-  double plan_fidelity = 1.0;
-  uint64_t late_prefetches = 0;
+  manage::ExecutorStats executor;  // managed/fallback steps, moves, late prefetches, fidelity
   uint64_t replans = 0;
   uint64_t plans = 0;
   uint64_t reprofiles = 0;
-  uint64_t bytes_migrated = 0;
-  double bytes_migrated_per_step = 0;
   uint64_t planned_bytes_per_step = 0;
   uint64_t plan_budget_bytes = 0;
   double plan_modeled_step_ns = 0;
-  uint64_t moves_issued = 0, moves_deferred = 0, moves_dropped = 0, reconcile_moves = 0;
-  uint64_t moves_done = 0, moves_failed = 0;
   uint64_t completions_dropped = 0;
   uint64_t placement_checked_bytes = 0, placement_matching_bytes = 0;
   int64_t first_managed_step = -1;

@@ -1,5 +1,5 @@
 // The migration engine inside the program: moves whole objects between the fast and the slow node on
-// a background thread, for the planner and for programs (sentinel_move_object).
+// a background thread, for managed mode (preload/manager.h) and for programs (sentinel_move_object).
 //
 // Accounting: a queued or running move counts the object's bytes in both pools (BudgetPlacer's
 // begin_move/end_move), so the fast budget holds while pages are in flight; a move to the fast node

@@ -43,6 +43,7 @@ struct MigrationReport {
   migrate::StatsSnapshot engine;
   uint64_t refused_budget = 0;
   uint64_t deferred_frees = 0;
+  uint64_t partial_moves_counted_fast = 0;  // failed moves to the fast node that left pages there
 };
 MigrationReport migration_report() noexcept;
 

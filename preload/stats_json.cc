@@ -88,6 +88,7 @@ void add_placement(Json& j, const State& s) {
   j["migration_rollbacks"] = mig.engine.rollbacks;
   j["migration_seconds"] = static_cast<double>(mig.engine.move_ns) / 1e9;
   j["frees_during_migration"] = mig.deferred_frees;
+  j["partial_moves_counted_fast"] = mig.partial_moves_counted_fast;
   j["fast_node"] = s.placer.enabled() ? s.placer.fast_node() : -1;
   j["slow_node"] = s.placer.enabled() ? s.placer.slow_node() : -1;
   j["topology"] = std::string(s.topology);

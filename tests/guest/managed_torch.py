@@ -59,7 +59,7 @@ def policy_vmas(pid):
     return vmas
 
 
-def node0_policy_bytes(pid):
+def node0_policy_bytes(pid, by_policy=None):
     total = 0
     with open(f"/proc/{pid}/numa_maps") as f:
         for line in f:
@@ -74,6 +74,8 @@ def node0_policy_bytes(pid):
                 elif p.startswith("N0="):
                     n0 = int(p.split("=")[1])
             total += n0 * page
+            if by_policy is not None:
+                by_policy[parts[1]] = by_policy.get(parts[1], 0) + n0 * page
     return total
 
 
@@ -103,10 +105,13 @@ def check(ref_path, deviating, args):
                 "SENTINEL_STATS": stats_path, "SENTINEL_PLACEMENT_CHECK": "1"})
     env.setdefault("SENTINEL_FAST_BUDGET", "20%")
     proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--child", out, "--"] + args, env=env)
-    peak_node0, samples = 0, 0
+    peak_node0, samples, peak_split = 0, 0, {}
     while proc.poll() is None:
         try:
-            peak_node0 = max(peak_node0, node0_policy_bytes(proc.pid))
+            split = {}
+            now = node0_policy_bytes(proc.pid, split)
+            if now > peak_node0:
+                peak_node0, peak_split = now, split
             samples += 1
         except (FileNotFoundError, ProcessLookupError, PermissionError):
             pass
@@ -124,9 +129,11 @@ def check(ref_path, deviating, args):
             "plan_deviations", "plan_fidelity", "late_prefetches", "replans", "plans", "fast_budget_bytes",
             "peak_fast_bytes", "planned_bytes_per_step", "bytes_migrated_per_step", "managed_moves_issued",
             "managed_moves_done", "managed_moves_failed", "planned_fast_forced_slow", "placement_checked_bytes",
-            "placement_matching_bytes", "migration_bw_planned_gbps"]
+            "placement_matching_bytes", "migration_bw_planned_gbps", "migrations_failed", "migration_pages_busy",
+            "partial_moves_counted_fast", "bind_failures", "forced_slow_allocations"]
     print("stats: " + ", ".join(f"{k}={st.get(k)}" for k in keys))
-    print(f"outside view: {samples} samples of /proc/{proc.pid}/numa_maps, node-0 object bytes at most {peak_node0}")
+    print(f"outside view: {samples} samples of /proc/{proc.pid}/numa_maps, node-0 object bytes at most {peak_node0} "
+          f"(node-0 bytes by mapping policy then: {peak_split})")
     if ref["losses"] != got["losses"] or ref.get("eval_losses", []) != got.get("eval_losses", []):
         fail("losses differ from the run without Sentinel")
     if st["mode"] != "managed" or st.get("plans", 0) < 1 or st.get("first_managed_step", -1) < 0:

@@ -47,8 +47,10 @@ class RuntimeOwner final : public migrate::Owner {
     if (before & kFreed) {
       // free() left the extent to us: hand it back to the heap now that no page is in flight.
       r.move_flags.store(0, std::memory_order_relaxed);
-      g_state.placer.release(r.pool, r.extent_bytes);
-      g_state.heap.release(slot, g_state.placer.drops_pages_on_free(r.pool));
+      const uint8_t pool = r.pool;
+      const uint64_t extent = r.extent_bytes;
+      g_state.heap.release(slot, g_state.placer.drops_pages_on_free(pool));  // pages first, then the budget
+      g_state.placer.release(pool, extent);
     }
   }
 };

@@ -195,8 +195,12 @@ void free_object(void* p) noexcept {
   // No sampled window may stay protected once the extent can be handed to another object.
   profiler_on_free(slot);
   if (migration_on_free(slot)) return;  // a running move hands the extent back when it ends
-  s.placer.release(r.pool, r.extent_bytes);
-  s.heap.release(slot, s.placer.drops_pages_on_free(r.pool));
+  // Pages first, then the budget: a fast extent's bytes are handed back to the budget only once its
+  // pages are gone, so another object can never be counted into memory these pages still hold.
+  const uint8_t pool = r.pool;
+  const uint64_t extent = r.extent_bytes;
+  s.heap.release(slot, s.placer.drops_pages_on_free(pool));
+  s.placer.release(pool, extent);
 }
 
 inline void* system_malloc(size_t size) noexcept {

@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import runpy
+import signal
 import subprocess
 import sys
 import time
@@ -92,6 +93,28 @@ def child(ref_out, args):
         json.dump(data, f)
 
 
+def stopped_snapshot(pid, read):
+    """read() while the process is stopped; None if it could not be stopped (it is exiting)."""
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        for _ in range(2000):
+            states = set()
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                try:
+                    with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                        states.add(f.read().rsplit(")", 1)[1].split()[0])
+                except FileNotFoundError:
+                    pass
+            if states and states <= {"T", "t"}:  # every thread stopped: one instant
+                return read()
+            if states & {"Z", "X"}:
+                return None
+            time.sleep(0.001)
+        return None
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
 def fail(msg):
     sys.exit("FAIL: " + msg)
 
@@ -109,10 +132,11 @@ def check(ref_path, deviating, args):
     while proc.poll() is None:
         try:
             split = {}
-            now = node0_policy_bytes(proc.pid, split)
-            if now > peak_node0:
-                peak_node0, peak_split = now, split
-            samples += 1
+            now = stopped_snapshot(proc.pid, lambda: node0_policy_bytes(proc.pid, split))
+            if now is not None:
+                if now > peak_node0:
+                    peak_node0, peak_split = now, split
+                samples += 1
         except (FileNotFoundError, ProcessLookupError, PermissionError):
             pass
         time.sleep(0.2)

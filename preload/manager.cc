@@ -242,7 +242,7 @@ void drop_plan(Manager& m, const char* why) {
 // The migration bandwidth the engine really achieves (bytes per ns), once it has moved enough to tell;
 // 0 while it has not.
 double measured_migration_bw() {
-  constexpr uint64_t kEnoughBytes = 4ull << 20;
+  constexpr uint64_t kEnoughBytes = 1ull << 20;
   const MigrationReport mig = migration_report();
   const uint64_t bytes = mig.engine.bytes_to_fast + mig.engine.bytes_to_slow;
   if (bytes < kEnoughBytes || mig.engine.move_ns == 0) return 0;
@@ -271,14 +271,18 @@ void adapt_plan(Manager& m) {
 }
 
 // Where the kernel really has the pages of every live object the plan has an opinion on: a sample of pages
-// per object, queried with move_pages (nodes = NULL). Objects whose intended tier changed in this phase or
-// the previous one are in transit and not counted.
+// per object, queried with move_pages (nodes = NULL). Objects with a move running or waiting are in transit
+// and not counted.
 void check_placement(Manager& m) {
   std::vector<void*> pages;
   std::vector<int> status;
   m.executor->for_each_live([&](ObjectRef ref, uint64_t tag, uint64_t bytes, Tier, bool moving) {
+    // Settled objects only: one with a move running or waiting is in transit, by the plan's own schedule.
     Tier want;
-    if (moving || !m.executor->intended_tier(tag, &want) || m.executor->plan()->object(tag) == nullptr) return;
+    if (moving || m.executor->move_waiting(tag) || !m.executor->intended_tier(tag, &want) ||
+        m.executor->plan()->object(tag) == nullptr) {
+      return;
+    }
     const ObjectRecord& r = g_state.heap.record(ref.slot);
     if (r.generation != ref.generation || r.state.load(std::memory_order_acquire) != ExtentState::kLive) return;
     constexpr uint64_t kSamples = 16;

@@ -213,6 +213,15 @@ bool PlanExecutor::tier_of(uint64_t tag, Tier* tier, bool* moving) const {
   return true;
 }
 
+bool PlanExecutor::move_waiting(uint64_t tag) const {
+  auto t = by_tag_.find(tag);
+  if (t == by_tag_.end()) return false;
+  for (const Waiting& w : waiting_) {
+    if (w.key == t->second) return true;
+  }
+  return false;
+}
+
 bool PlanExecutor::intended_tier(uint64_t tag, Tier* tier) const {
   auto t = by_tag_.find(tag);
   if (t == by_tag_.end()) return false;

@@ -108,6 +108,8 @@ class PlanExecutor {
   bool step_deviated() const { return step_deviated_; }
   // Where the executor believes the live object with this tag is (by completed moves); false if none.
   bool tier_of(uint64_t tag, Tier* tier, bool* moving) const;
+  // Whether a move of the live object with this tag waits in the executor's queue (refused so far).
+  bool move_waiting(uint64_t tag) const;
   // fn(ObjectRef, tag, bytes, tier, moving) for every live object, in no particular order.
   template <typename Fn>
   void for_each_live(Fn fn) const {

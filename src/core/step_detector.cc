@@ -15,79 +15,110 @@ void StepDetector::remember_site(uint64_t site, uint64_t pos, uint64_t* previous
     s.pos[0] = pos + 1;
     return;
   }
-  // Table crowded: this site contributes no period candidates. Detection still works from others.
+  // Table crowded: this site contributes no candidates. Detection still works from others.
   for (uint32_t k = 0; k < kPositionsPerSite; ++k) previous[k] = 0;
 }
 
-// A new period must repeat exactly (position by position, at most 10% mismatches): allowing shifted
-// partners here would also accept p-1 and p-2 whenever p repeats.
-bool StepDetector::verify(uint64_t t, uint32_t p) const noexcept {
-  return verify_over(t, p, p > kMinWindow ? p : kMinWindow, false);
+StepDetector::CycleSite* StepDetector::find_cycle_site(uint64_t site) noexcept {
+  uint32_t at = static_cast<uint32_t>(mix64(site)) & (kCycleSlots - 1);
+  // At most half full (kCycleSlots = 2 * kMaxPeriod), so an empty slot ends every search.
+  for (;; at = (at + 1) & (kCycleSlots - 1)) {
+    CycleSite& c = cycle_sites_[at];
+    if (c.per_step == 0 || c.site == site) return &c;
+  }
 }
 
-// With allow_shift, a partner one or two events off also counts, so a stray allocation (which shifts
-// everything after it by one event) costs one mismatch instead of a whole period of them. Used only to
-// ask whether the period already locked still holds.
-bool StepDetector::verify_over(uint64_t t, uint32_t p, uint64_t window, bool allow_shift) const noexcept {
-  if (t + 1 < window + p + 2 || window + p + 2 > kHistory) return false;
-  const uint64_t allowed = window / 10;
-  uint64_t mismatches = 0;
-  auto same = [](const Event& a, const Event& b) {
-    return a.site == b.site && a.live_objects == b.live_objects && a.live_bytes == b.live_bytes;
-  };
-  for (uint64_t i = 0; i < window; ++i) {
-    const Event& a = at(t - i);
-    // Shifted partners only for periods long enough that they are still about one period back.
-    const uint64_t q = t - i - p;
-    bool matched = same(a, at(q));
-    for (uint64_t shift = 1; allow_shift && !matched && shift <= 2 && p >= 4 * shift; ++shift) {
-      matched = same(a, at(q - shift)) || same(a, at(q + shift));
+// The learned step: the p events from cycle_from, and the table of their distinct call-sites.
+void StepDetector::build_cycle(uint64_t cycle_from, uint32_t p) noexcept {
+  for (CycleSite& c : cycle_sites_) c = CycleSite{};
+  cycle_distinct_ = 0;
+  for (uint32_t k = 0; k < p; ++k) {
+    const uint64_t site = at(cycle_from + k).site;
+    cycle_[k] = site;
+    CycleSite* c = find_cycle_site(site);
+    if (c->per_step == 0) {
+      c->site = site;
+      ++cycle_distinct_;
     }
-    if (!matched && ++mismatches > allowed) return false;
+    ++c->per_step;
   }
-  return true;
+  period_ = p;
 }
 
-void StepDetector::try_lock(uint64_t t, const uint64_t* previous) noexcept {
-  uint32_t best = 0;
-  for (uint32_t k = 0; k < kPositionsPerSite; ++k) {
-    const uint64_t q = previous[k];
-    if (q == 0) continue;
-    const uint64_t p = t - (q - 1);
-    if (p == 0 || p > kMaxPeriod || (best != 0 && p >= best)) continue;
-    if (verify(t, static_cast<uint32_t>(p))) best = static_cast<uint32_t>(p);
+// Distinct call-sites of the learned step among the events [from, to). Uses a fresh step serial.
+uint32_t StepDetector::coverage_between(uint64_t from, uint64_t to) noexcept {
+  const uint32_t mark = ++step_serial_ + 1;
+  uint32_t covered = 0;
+  for (uint64_t q = from; q < to; ++q) {
+    CycleSite* c = find_cycle_site(at(q).site);
+    if (c->per_step != 0 && c->seen_in != mark) {
+      c->seen_in = mark;
+      ++covered;
+    }
   }
-  if (best != 0) lock_on(t, best);
+  return covered;
 }
 
-bool StepDetector::try_switch(uint64_t t, const uint64_t* previous) noexcept {
-  uint32_t best = 0;
+// --- exact repetition --------------------------------------------------------------------------
+
+void StepDetector::propose_periods(uint64_t t, const uint64_t* previous) noexcept {
   for (uint32_t k = 0; k < kPositionsPerSite; ++k) {
     if (previous[k] == 0) continue;
     const uint64_t p = t - (previous[k] - 1);
-    // Multiples of the current period verify whenever it does: they are not a larger structure.
-    if (p <= period_ || p > kMaxPeriod || p % period_ == 0 || (best != 0 && p >= best)) continue;
-    if (verify(t, static_cast<uint32_t>(p)) && !verify_over(t, period_, p, true)) best = static_cast<uint32_t>(p);
+    if (p == 0 || p > kMaxPeriod || (locked_ && p == period_)) continue;
+    const uint64_t window = p > kMinWindow ? p : kMinWindow;
+    // The oldest event compared must stay in the history until the job ends (window / budget calls).
+    if (t + 1 < window + p || window + p + window / kCompareBudget + 2 > kHistory) continue;
+    if (!same(t, t - p)) continue;
+    PeriodJob* free_slot = nullptr;
+    bool known = false;
+    for (PeriodJob& j : jobs_) {
+      if (j.period == p) known = true;
+      if (j.period == 0 && free_slot == nullptr) free_slot = &j;
+    }
+    if (known || free_slot == nullptr) continue;
+    *free_slot = PeriodJob{static_cast<uint32_t>(p), t - 1, t + 1 - window, 1, 0, 0};
+    if (locked_ && find_cycle_site(at(t).site)->per_step == 0) free_slot->foreign = 1;
   }
-  if (best == 0) return false;
-  // Steps counted under the smaller period were iterations of an inner loop: count again.
-  complete_steps_ = 0;
-  counted_until_ = 0;
-  ++relocks_;
-  lock_on(t, best);
-  return true;
 }
 
-bool StepDetector::segment_complete(uint64_t from, uint64_t to) const noexcept {
-  const uint64_t len = to - from;
-  if (len * 2 < period_) return false;
-  uint64_t matches = 0;
-  for (uint64_t k = 0; k < len && k < period_; ++k)
-    if (at(from + k).site == cycle_[k]) ++matches;
-  return matches * 2 >= period_;
+void StepDetector::run_period_jobs(uint64_t t) noexcept {
+  for (PeriodJob& j : jobs_) {
+    if (j.period == 0) continue;
+    const uint32_t p = j.period;
+    auto compare = [&](uint64_t q) {
+      ++j.compared;
+      if (!same(q, q - p)) ++j.mismatches;
+      if (locked_ && find_cycle_site(at(q).site)->per_step == 0) ++j.foreign;
+    };
+    // The newest event, unless the job was proposed by it.
+    if (j.oldest + 1 != t && j.compared > 0) compare(t);
+    for (uint32_t n = 0; n < kCompareBudget && j.oldest >= j.stop; ++n) compare(j.oldest--);
+    const uint64_t window = p > kMinWindow ? p : kMinWindow;
+    if (j.mismatches > window / 10) {
+      j.period = 0;  // does not repeat
+      continue;
+    }
+    if (j.oldest >= j.stop) continue;
+    const PeriodJob done = j;
+    j.period = 0;
+    if (done.mismatches * 10 > done.compared) continue;
+    if (!locked_) {
+      lock_on_period(t, p);
+      return;
+    }
+    // A structure with call-sites the locked step does not have: the locked one was an inner loop,
+    // or the program changed. Anything else (a multiple of the step, an evaluation pass, a step of
+    // another length) is the same step.
+    if (done.foreign * 10 > done.compared && replaces_locked(t, p)) {
+      ++relocks_;
+      lock_on_period(t, p);
+      return;
+    }
+  }
 }
 
-void StepDetector::lock_on(uint64_t t, uint32_t p) noexcept {
+void StepDetector::lock_on_period(uint64_t t, uint32_t p) noexcept {
   const uint64_t first = t + 1 - p;  // the last p events form one full cycle
   // The step starts where the fewest object bytes are alive; among equals, right after the biggest drop.
   uint64_t start = first;
@@ -99,56 +130,136 @@ void StepDetector::lock_on(uint64_t t, uint32_t p) noexcept {
         static_cast<int64_t>(at(start - 1).live_bytes) - static_cast<int64_t>(s.live_bytes);
     if (e.live_bytes < s.live_bytes || (e.live_bytes == s.live_bytes && drop_q > drop_s)) start = q;
   }
+  build_cycle(first, p);  // for the occurrence counts, which do not depend on the rotation
   auto cyclic = [&](uint64_t q) { return first + (q - first) % p; };
-  auto occurrences = [&](uint64_t site) {
-    uint32_t n = 0;
-    for (uint64_t q = first; q <= t; ++q) n += at(q).site == site;
-    return n;
-  };
-  anchor_site_ = at(start).site;
-  anchor_per_step_ = occurrences(anchor_site_);
+  uint32_t per_step = find_cycle_site(at(start).site)->per_step;
   // Prefer a call-site that occurs once per step, if one follows closely: it resynchronises by itself.
-  for (uint64_t k = 0; k <= p / 4 && anchor_per_step_ > 1; ++k) {
+  for (uint64_t k = 0; k <= p / 4 && per_step > 1; ++k) {
     const uint64_t q = cyclic(start + k);
-    if (occurrences(at(q).site) == 1) {
+    if (find_cycle_site(at(q).site)->per_step == 1) {
       start = q;
-      anchor_site_ = at(q).site;
-      anchor_per_step_ = 1;
+      per_step = 1;
     }
   }
-  period_ = p;
-  for (uint32_t k = 0; k < p; ++k) cycle_[k] = at(cyclic(start + k)).site;
-  locked_ = true;
+  lock(t, start, start - p, p, at(start).site, per_step);
+}
 
-  // Count the complete steps still in the history, then resume the step in progress at `start`.
-  const uint64_t oldest = t + 1 > kHistory ? t + 1 - kHistory : 0;
-  const uint64_t lo = counted_until_ > oldest ? counted_until_ : oldest;
-  uint64_t retro = 0;
-  if (anchor_per_step_ == 1) {
-    uint64_t prev = UINT64_MAX;
-    for (uint64_t q = lo; q < start; ++q) {
-      if (at(q).site != anchor_site_) continue;
-      if (prev != UINT64_MAX && segment_complete(prev, q)) ++retro;
-      prev = q;
+// --- same shape ----------------------------------------------------------------------------------
+
+void StepDetector::propose_shape(uint64_t t, const uint64_t* previous) noexcept {
+  if (shape_.active || previous[0] == 0 || previous[1] == 0) return;
+  const uint64_t site = at(t).site;
+  if (locked_ && site == anchor_site_) return;  // the locked structure already begins here
+  // A tensor close to the object threshold (the smallest size seen) may be too small to be an object in
+  // the next step, when shapes vary: such a call-site would miss steps as an anchor.
+  if (at(t).size < 2 * smallest_size_) return;
+  const uint64_t b = previous[0] - 1, a = previous[1] - 1;
+  if (t - b < kMinWindow || b - a < kMinWindow || t - b > kMaxPeriod || b - a > kMaxPeriod ||
+      t - a > kHistory / 2) {
+    return;
+  }
+  // Both earlier occurrences are low points too (at most two more objects alive: whether a tensor of a
+  // variable shape is large enough to be an object changes the count a little).
+  const uint32_t objects = at(t).live_objects;
+  if (at(b).live_objects > objects + 2 || at(a).live_objects > objects + 2) return;
+  shape_ = ShapeJob{true, a, b, t, a, ++shape_serial_, 0, 0, 0};
+}
+
+StepDetector::ShapeSite* StepDetector::find_shape_site(uint64_t site) noexcept {
+  uint32_t at = static_cast<uint32_t>(mix64(site)) & (kCycleSlots - 1);
+  for (uint32_t probe = 0; probe < 64; ++probe, at = (at + 1) & (kCycleSlots - 1)) {
+    ShapeSite& c = shape_sites_[at];
+    if (c.serial != shape_.serial || c.site == site) return &c;
+  }
+  return nullptr;  // crowded: the site counts as absent
+}
+
+void StepDetector::run_shape_job(uint64_t t) noexcept {
+  ShapeJob& j = shape_;
+  if (!j.active) return;
+  const uint32_t low = at(j.c).live_objects;
+  for (uint32_t n = 0; n < kShapeBudget && j.cursor < j.c; ++n, ++j.cursor) {
+    const Event& e = at(j.cursor);
+    if (e.live_objects < low) {  // the candidate is not at a low point of memory
+      j.active = false;
+      return;
     }
-    if (prev != UINT64_MAX && segment_complete(prev, start)) ++retro;
-  } else {
-    for (uint64_t s = start; s >= lo + p && segment_complete(s - p, s); s -= p) ++retro;
+    // The distinct call-sites of each segment (a loop adds nothing after its first iteration, so a
+    // longer or shorter loop gives the same set); those of the second also found in the first.
+    const bool in_a = j.cursor < j.b;
+    const uint64_t segment_start = in_a ? j.a : j.b;
+    if (e.previous != 0 && e.previous - 1 >= segment_start) continue;
+    ShapeSite* s = find_shape_site(e.site);
+    if (in_a) {
+      ++j.distinct_a;
+      if (s != nullptr) *s = ShapeSite{e.site, j.serial};
+    } else {
+      ++j.distinct_b;
+      if (s != nullptr && s->serial == j.serial) ++j.common;
+      if (locked_ && find_cycle_site(e.site)->per_step == 0) ++j.foreign;
+    }
   }
-  complete_steps_ += retro;
-  counted_until_ = start;
-  step_index_ = static_cast<int64_t>(complete_steps_);
-  event_in_step_ = static_cast<uint32_t>(t - start);
-  step_events_ = static_cast<uint32_t>(t - start + 1);
-  step_bytes_ = 0;
-  step_matches_ = 0;
-  anchor_seen_ = 0;
-  for (uint64_t q = start; q <= t; ++q) {
-    step_bytes_ += at(q).size;
-    if (at(q).site == cycle_[q - start]) ++step_matches_;
+  if (j.cursor < j.c) return;
+  j.active = false;
+  // The same call-sites, but for a few whose tensors are objects in one step and too small in another.
+  const uint32_t most = j.distinct_a > j.distinct_b ? j.distinct_a : j.distinct_b;
+  if (j.distinct_b < 4 || j.common * 10 < most * 9) return;
+  const uint64_t site = at(j.c).site;
+  for (uint64_t q = j.c + 1; q <= t; ++q) {
+    if (at(q).site == site) return;  // a newer occurrence proposes itself
+  }
+  const uint32_t p = static_cast<uint32_t>(j.c - j.b);
+  // foreign counts distinct call-sites here.
+  if (!locked_) {
+    lock(t, j.c, j.b, p, site, 1);
+  } else if (j.foreign * 10 > j.distinct_b && replaces_locked(t, p)) {
+    ++relocks_;
+    lock(t, j.c, j.b, p, site, 1);
+  }
+}
+
+// A new structure with foreign call-sites (the last p events up to t) replaces the locked one if it
+// contains the locked one (at least 90% of its call-sites: the locked one was an inner loop of it), or
+// if the locked one has completed no step for half the history (the program does something else now).
+// Without the first rule, two inner loops of one step (forward and backward time loops) would take
+// turns. Scans p events, once per decision.
+bool StepDetector::replaces_locked(uint64_t t, uint32_t p) noexcept {
+  if (t - last_complete_event_ > kHistory / 2) return true;
+  return coverage_between(t + 1 - p, t + 1) * 10 >= cycle_distinct_ * 9;
+}
+
+// --- the locked step -------------------------------------------------------------------------------
+
+void StepDetector::lock(uint64_t t, uint64_t start, uint64_t cycle_from, uint32_t p, uint64_t anchor,
+                        uint32_t anchor_per_step) noexcept {
+  build_cycle(cycle_from, p);
+  anchor_site_ = anchor;
+  anchor_per_step_ = anchor_per_step;
+  locked_ = true;
+  lock_event_ = t;
+  last_complete_event_ = t;
+  for (PeriodJob& j : jobs_) j.period = 0;  // their counts of foreign call-sites are stale
+  shape_.active = false;
+
+  // Count the complete steps still in the history: walking back from `start`, every
+  // anchor_per_step-th occurrence of the anchor begins a step.
+  const uint64_t oldest = t + 1 > kHistory ? t + 1 - kHistory : 0;
+  const uint32_t needed = (cycle_distinct_ * 9 + 9) / 10;
+  complete_steps_ = 0;
+  uint64_t segment_end = start;
+  uint32_t seen = 0;
+  for (uint64_t q = start; q-- > oldest;) {
+    if (at(q).site != anchor_site_ || ++seen % anchor_per_step_ != 0) continue;
+    if (coverage_between(q, segment_end) >= needed) ++complete_steps_;
+    segment_end = q;
+  }
+
+  // The step in progress began at `start`.
+  begin_step(at(start).site, at(start).size);
+  for (uint64_t q = start + 1; q <= t; ++q) {
     if (at(q).site == anchor_site_) ++anchor_seen_;
+    advance(at(q).site, at(q).size);
   }
-  failed_steps_in_row_ = 0;
 }
 
 bool StepDetector::is_boundary(uint64_t site) noexcept {
@@ -159,45 +270,57 @@ bool StepDetector::is_boundary(uint64_t site) noexcept {
 }
 
 void StepDetector::begin_step(uint64_t site, uint64_t size) noexcept {
-  ++step_index_;
-  if (step_index_ < static_cast<int64_t>(complete_steps_)) step_index_ = static_cast<int64_t>(complete_steps_);
+  step_index_ = static_cast<int64_t>(complete_steps_);
   event_in_step_ = 0;
   step_events_ = 1;
   step_bytes_ = size;
-  step_matches_ = (period_ > 0 && cycle_[0] == site) ? 1 : 0;
   anchor_seen_ = 1;
-  counted_until_ = total_events_ - 1;
+  ++step_serial_;
+  step_covered_ = 0;
+  if (explicit_) {
+    on_cycle_ = period_ > 0 && cycle_[0] == site;
+    cycle_[0] = site;
+    return;
+  }
+  on_cycle_ = period_ > 0 && cycle_[0] == site;
+  CycleSite* c = find_cycle_site(site);
+  if (c->per_step != 0) {
+    c->seen_in = step_serial_ + 1;
+    step_covered_ = 1;
+  }
 }
 
 void StepDetector::advance(uint64_t site, uint64_t size) noexcept {
   ++event_in_step_;
   ++step_events_;
   step_bytes_ += size;
-  if (event_in_step_ < period_ && cycle_[event_in_step_] == site) ++step_matches_;
+  const bool inside = event_in_step_ < kMaxPeriod;
+  on_cycle_ = inside && event_in_step_ < period_ && cycle_[event_in_step_] == site;
+  if (explicit_) {
+    // The marked step in progress becomes the reference for the next one, position by position.
+    if (inside) cycle_[event_in_step_] = site;
+    return;
+  }
+  CycleSite* c = find_cycle_site(site);
+  if (c->per_step != 0 && c->seen_in != step_serial_ + 1) {
+    c->seen_in = step_serial_ + 1;
+    ++step_covered_;
+  }
+}
+
+bool StepDetector::step_complete(bool at_exit) const noexcept {
+  if (explicit_) return !at_exit || step_events_ * 2 >= last_step_objects_;
+  return step_covered_ * 10 >= cycle_distinct_ * 9;
 }
 
 void StepDetector::close_step(bool at_exit) noexcept {
   if (step_index_ < 0 || step_events_ == 0) return;
-  bool complete;
-  if (explicit_) {
-    complete = !at_exit || step_events_ * 2 >= last_step_objects_;
-  } else {
-    // A step far longer than the period is the program doing something else (a new model, a change
-    // of batch shape), unless it is the last one, which may run on into evaluation or shutdown.
-    const bool plausible_length = at_exit || uint64_t{step_events_} * 2 <= uint64_t{period_} * 3;
-    complete = plausible_length && step_events_ * 2 >= period_ && step_matches_ * 2 >= period_;
-  }
-  if (complete) {
+  if (step_complete(at_exit)) {
     ++complete_steps_;
-    failed_steps_in_row_ = 0;
+    last_complete_event_ = total_events_ - 1;
     last_step_objects_ = step_events_;
     last_step_bytes_ = step_bytes_;
-    if (explicit_) period_ = step_events_;
-  } else if (!explicit_ && ++failed_steps_in_row_ >= 2) {
-    // The learned cycle no longer describes the program: search again.
-    locked_ = false;
-    step_index_ = -1;
-    ++relocks_;
+    if (explicit_) period_ = step_events_ < kMaxPeriod ? step_events_ : kMaxPeriod;
   }
   step_events_ = 0;
 }
@@ -205,9 +328,10 @@ void StepDetector::close_step(bool at_exit) noexcept {
 bool StepDetector::observe(uint64_t site, uint32_t live_objects, uint64_t live_bytes,
                            uint64_t size) noexcept {
   const uint64_t t = total_events_++;
-  history_[t & (kHistory - 1)] = Event{site, live_bytes, size, live_objects};
   uint64_t previous[kPositionsPerSite];
   remember_site(site, t, previous);
+  history_[t & (kHistory - 1)] = Event{site, live_bytes, size, previous[0], live_objects};
+  if (size < smallest_size_) smallest_size_ = size;
 
   if (mark_pending_) {
     mark_pending_ = false;
@@ -215,7 +339,7 @@ bool StepDetector::observe(uint64_t site, uint32_t live_objects, uint64_t live_b
       // The first marker switches detection off: from here on the program defines the steps.
       explicit_ = true;
       locked_ = false;
-      step_index_ = static_cast<int64_t>(complete_steps_) - 1;
+      period_ = 0;
       step_events_ = 0;
     } else {
       close_step(false);
@@ -227,17 +351,21 @@ bool StepDetector::observe(uint64_t site, uint32_t live_objects, uint64_t live_b
     if (step_index_ >= 0) advance(site, size);
     return false;
   }
-  if (!locked_) {
-    try_lock(t, previous);
-    return locked_ && event_in_step_ == 0;
+
+  const uint64_t relocks_before = relocks_;
+  const bool was_locked = locked_;
+  propose_periods(t, previous);
+  run_period_jobs(t);
+  if (!was_locked || relocks_ == relocks_before) {
+    propose_shape(t, previous);
+    run_shape_job(t);
   }
-  if (try_switch(t, previous)) return event_in_step_ == 0;
+  if (locked_ && (!was_locked || relocks_ != relocks_before)) {
+    return event_in_step_ == 0;  // lock() has placed this event in its step
+  }
+  if (!locked_) return false;
   if (is_boundary(site)) {
     close_step(false);
-    if (!locked_) {
-      try_lock(t, previous);
-      return locked_ && event_in_step_ == 0;
-    }
     begin_step(site, size);
     return true;
   }

@@ -1,31 +1,54 @@
 // Finds the training step in the stream of large allocations.
 //
-// Training repeats itself: every step allocates the same objects from the same call-sites in the same
-// order. The detector looks for the smallest period p such that, over the last max(p, 32) allocation
-// events, both the call-site and the number of live objects at each event equal those p events earlier
-// (at most 10% mismatches, so a few stray allocations do not hide the period). Comparing the live
-// objects and live bytes is what rejects the period of one layer inside a network of identical
-// layers: during the forward pass every layer leaves its activations alive, so the live bytes grow
-// from layer to layer and only repeat from step to step.
+// What a step is here. Training repeats itself: every optimizer step allocates from the same call-sites
+// in the same order. But the number of allocations need not repeat: a recurrent net runs its time loop
+// as many times as the batch is long, a model may get a smaller last batch, a validation pass or a
+// checkpoint save may run between two steps. So a step is identified by WHICH call-sites it allocates
+// from and in what order they first appear, not by its length. Steps are delimited by an anchor: a
+// call-site that starts the step (the first allocation after the point where the fewest objects are
+// alive, normally the input batch), or every n-th occurrence of it when it occurs n times per step
+// (micro-batches of gradient accumulation).
 //
-// Once locked, a step begins at an anchor event: the first event after the point of the step where the
-// fewest object bytes are alive (between two steps, when activations are gone), shifted to the nearest
-// call-site that occurs once per step if one is close. Earlier steps still in the history are counted
-// retroactively. A step counts as complete when at least half of its events match the learned cycle
-// position by position. Two incomplete steps in a row unlock the detector and it searches again.
+// How the step is found (two ways; whichever succeeds first):
+//  1. Exact repetition: a period p such that over the last max(p, 32) events the call-site and the
+//     number of live objects at each event equal those p events earlier (at most 10% mismatches).
+//     Comparing live objects rejects the period of one layer inside a stack of identical layers
+//     (activations stay alive, so the count grows from layer to layer and only repeats per step).
+//     Live bytes are not compared, so a step whose tensors change size (batch size) still repeats.
+//  2. Same shape: a call-site s whose last three occurrences t2 < t1 < t bound two segments of at least
+//     32 events each, at which the same number of objects is alive, no event of either segment has fewer
+//     live objects (so s begins at a low point of memory, between steps), and both segments have the
+//     same call-sites in the same order of first appearance. That holds for steps whose inner loops run
+//     a different number of times (variable sequence length) and not for the iterations of an inner loop.
+//     Set similarity (90%) rather than equality, because a tensor whose size varies may be an object
+//     (at or above the runtime's threshold) in one step and not in the next; for the same reason s must
+//     allocate at least twice the smallest size seen.
+// While locked, both searches go on. A structure found later replaces the locked one only if more than
+// 10% of its events come from call-sites the locked step does not have: so an inner loop locked first
+// (the time loop of a recurrent net) gives way to the whole step, and a different program (a second
+// model) is re-detected, while a multiple of the step, an evaluation pass (its forward is part of the
+// step) or a step of another length are not taken for a new structure. On such a switch the steps
+// still in the history are counted again under the new structure (relocks() counts switches).
 //
-// A loop inside the step whose iterations leave no memory behind (the time steps of a recurrent
-// network, for instance) repeats exactly too, and may be found first, before two whole steps have been
-// seen. So the detector keeps looking while locked: a longer period that verifies over its own length,
-// where the current period does not, is the larger structure; the detector switches to it and
-// recounts the steps in its history. (A program that really changes its step, say a second model
-// trained after the first, is recounted the same way: steps of the first model that no longer match
-// are then not counted.)
+// A step is complete when at least 90% of the distinct call-sites of the learned step occurred in it.
+// Extra events (a validation pass, a checkpoint save, stray allocations) do not make it incomplete;
+// an evaluation pass that begins with the anchor call-site starts a "step" that is not complete (no
+// backward call-sites) and is not counted. The step structure is never dropped because of such
+// stretches: only a new structure (above) replaces it.
+//
+// Tags and sizes: the runtime tags an object by (call-site, occurrence in the step), independently of
+// its size, so the same tensor keeps its tag when its size changes from step to step; the profile
+// records each tag's largest size (ProfileBuilder), i.e. the per-step maximum.
 //
 // An explicit marker (mark_step) overrides detection for the rest of the run: every marked segment is
 // one step.
 //
-// Thread safety: none; the caller serialises calls. Never allocates (fixed arrays).
+// Cost: observe() does at most kCompareBudget comparisons for period candidates and kShapeBudget
+// events of shape verification per call (verification of a candidate is spread over calls, newest
+// events included as they arrive), plus O(1) bookkeeping. The call that locks or switches does
+// O(kHistory) work once (cycle tables and recounting the history).
+//
+// Thread safety: none; the caller serialises calls. Never allocates (fixed arrays); no system calls.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +60,9 @@ class StepDetector {
   static constexpr uint32_t kHistory = 8192;   // events kept, power of two
   static constexpr uint32_t kMaxPeriod = 4096;  // longest step, in events
   static constexpr uint32_t kMinWindow = 32;    // fewest events a period is verified over
+  static constexpr uint32_t kPeriodJobs = 4;    // period candidates verified at once
+  static constexpr uint32_t kCompareBudget = 32;  // older events compared per candidate per call
+  static constexpr uint32_t kShapeBudget = 128;   // events of shape verification per call
 
   // Feeds one allocation event. Returns true when this event is the first of a new step.
   bool observe(uint64_t site, uint32_t live_objects, uint64_t live_bytes, uint64_t size) noexcept;
@@ -47,17 +73,32 @@ class StepDetector {
 
   bool locked() const noexcept { return locked_ || explicit_; }
   bool explicit_marks() const noexcept { return explicit_; }
+  // Events of the learned step (with explicit marks: of the last marked step).
   uint32_t period() const noexcept { return period_; }
-  // Index of the step in progress (0 = first step seen), or -1 while no step is known.
+  // Index of the step in progress: the number of complete steps before it (so an off-cycle stretch
+  // that began like a step and was not complete does not use up an index). -1 while no step is known.
   int64_t step_index() const noexcept { return step_index_; }
-  // Position of the latest event in its step (the step clock), valid when step_index() >= 0.
+  // Position of the latest event in its step (the step clock), valid when step_index() >= 0. It counts
+  // every event since the step's first, on-cycle or not, and may exceed period() in a longer step.
   uint32_t event_in_step() const noexcept { return event_in_step_; }
+  // True when the latest event is where the learned step expects it: locked (or marked), its position
+  // event_in_step() is inside the learned step and the learned step has this event's call-site there.
+  // False for events of an evaluation pass, a checkpoint save or any deviation once they differ from the
+  // step, and after an inner loop that ran a different number of times than in the learned step (the
+  // positions after it are shifted). An evaluation pass that replays the forward part of the step from
+  // the anchor on is on-cycle as long as it matches. With explicit marks: the position matches the
+  // call-sites of the last marked step.
+  bool on_cycle() const noexcept { return on_cycle_; }
   uint64_t complete_steps() const noexcept { return complete_steps_; }
   uint64_t events_seen() const noexcept { return total_events_; }
   // Allocations and bytes of the last complete step.
   uint32_t last_step_objects() const noexcept { return last_step_objects_; }
   uint64_t last_step_bytes() const noexcept { return last_step_bytes_; }
+  // How many times a new step structure replaced the locked one.
   uint64_t relocks() const noexcept { return relocks_; }
+  // Events of the step in progress that were seen before the detector locked (or switched) and events
+  // it took to lock: for benches.
+  uint64_t lock_event() const noexcept { return lock_event_; }
 
   // Calls fn(site, live_objects, live_bytes, size) for each event still in the history, oldest first.
   template <typename Fn>
@@ -74,20 +115,61 @@ class StepDetector {
     uint64_t site;
     uint64_t live_bytes;
     uint64_t size;
+    uint64_t previous;  // position + 1 of the previous event with this call-site; 0 = none known
     uint32_t live_objects;
   };
+  // A period candidate being verified over the events before and after the one that proposed it.
+  struct PeriodJob {
+    uint32_t period = 0;  // 0 = free slot
+    uint64_t oldest;      // oldest event that still has to be compared (going back)
+    uint64_t stop;        // the window begins here
+    uint32_t compared = 0;
+    uint32_t mismatches = 0;
+    uint32_t foreign = 0;  // compared events whose call-site the locked step does not have
+  };
+  // A same-shape candidate: segments [a, b) and [b, c), c the anchor event.
+  struct ShapeJob {
+    bool active = false;
+    uint64_t a, b, c, cursor;
+    uint32_t serial;  // marks this job's entries in shape_sites_
+    uint32_t distinct_a, distinct_b, common;
+    uint32_t foreign;  // distinct call-sites of [b, c) the locked step does not have
+  };
+  struct ShapeSite {
+    uint64_t site;
+    uint32_t serial;
+  };
+  // The distinct call-sites of the learned step: how often each occurs in it, and in which step it was
+  // last seen (for the coverage of the step in progress).
+  struct CycleSite {
+    uint64_t site;
+    uint32_t per_step;  // 0 = empty slot
+    uint32_t seen_in;   // step serial + 1
+  };
+  static constexpr uint32_t kCycleSlots = 2 * kMaxPeriod;  // power of two, at most half full
+
   const Event& at(uint64_t pos) const noexcept { return history_[pos & (kHistory - 1)]; }
-  bool verify(uint64_t t, uint32_t p) const noexcept;
-  bool verify_over(uint64_t t, uint32_t p, uint64_t window, bool allow_shift) const noexcept;
-  bool try_switch(uint64_t t, const uint64_t* previous) noexcept;
-  void try_lock(uint64_t t, const uint64_t* previous) noexcept;
-  void lock_on(uint64_t t, uint32_t p) noexcept;
+  bool same(uint64_t p, uint64_t q) const noexcept {
+    return at(p).site == at(q).site && at(p).live_objects == at(q).live_objects;
+  }
+  void remember_site(uint64_t site, uint64_t pos, uint64_t* previous) noexcept;
+  CycleSite* find_cycle_site(uint64_t site) noexcept;
+  void propose_periods(uint64_t t, const uint64_t* previous) noexcept;
+  void run_period_jobs(uint64_t t) noexcept;
+  void propose_shape(uint64_t t, const uint64_t* previous) noexcept;
+  void run_shape_job(uint64_t t) noexcept;
+  ShapeSite* find_shape_site(uint64_t site) noexcept;
+  void lock_on_period(uint64_t t, uint32_t p) noexcept;
+  void lock(uint64_t t, uint64_t start, uint64_t cycle_from, uint32_t p, uint64_t anchor,
+            uint32_t anchor_per_step) noexcept;
+  void build_cycle(uint64_t cycle_from, uint32_t p) noexcept;
+  uint32_t coverage_between(uint64_t from, uint64_t to) noexcept;
+  bool replaces_locked(uint64_t t, uint32_t p) noexcept;
   bool is_boundary(uint64_t site) noexcept;
   void begin_step(uint64_t site, uint64_t size) noexcept;
   void advance(uint64_t site, uint64_t size) noexcept;
   void close_step(bool at_exit) noexcept;
-  bool segment_complete(uint64_t from, uint64_t to) const noexcept;
-  void remember_site(uint64_t site, uint64_t pos, uint64_t* previous) noexcept;
+  bool step_complete(bool at_exit) const noexcept;
 
   Event history_[kHistory] = {};
   uint64_t total_events_ = 0;
@@ -101,22 +183,32 @@ class StepDetector {
   };
   SiteSlot sites_[kSiteSlots] = {};
 
+  PeriodJob jobs_[kPeriodJobs] = {};
+  ShapeJob shape_ = {};
+  ShapeSite shape_sites_[kCycleSlots] = {};  // call-sites of segment [a, b) of the shape job
+  uint32_t shape_serial_ = 0;
+  uint64_t smallest_size_ = UINT64_MAX;  // of any event: about the runtime's object threshold
+
   bool locked_ = false;
   bool explicit_ = false;
   bool mark_pending_ = false;
+  bool on_cycle_ = false;
   uint32_t period_ = 0;
   uint64_t cycle_[kMaxPeriod] = {};  // call-sites of one step, from its first event
+  CycleSite cycle_sites_[kCycleSlots] = {};
+  uint32_t cycle_distinct_ = 0;      // distinct call-sites in cycle_
   uint64_t anchor_site_ = 0;
   uint32_t anchor_per_step_ = 1;     // occurrences of the anchor site per step
   uint32_t anchor_seen_ = 0;         // occurrences in the current step
-  uint64_t counted_until_ = 0;       // history positions before this were already counted
+  uint64_t lock_event_ = 0;
+  uint64_t last_complete_event_ = 0;
 
   int64_t step_index_ = -1;
+  uint32_t step_serial_ = 0;         // steps begun since the lock, for CycleSite::seen_in
   uint32_t event_in_step_ = 0;
-  uint32_t step_matches_ = 0;
   uint32_t step_events_ = 0;
+  uint32_t step_covered_ = 0;        // distinct cycle call-sites seen in the step in progress
   uint64_t step_bytes_ = 0;
-  uint32_t failed_steps_in_row_ = 0;
   uint64_t complete_steps_ = 0;
   uint32_t last_step_objects_ = 0;
   uint64_t last_step_bytes_ = 0;

@@ -220,11 +220,12 @@ void StepDetector::run_shape_job(uint64_t t) noexcept {
 
 // A new structure with foreign call-sites (the last p events up to t) replaces the locked one if it
 // contains the locked one (at least 90% of its call-sites: the locked one was an inner loop of it), or
-// if the locked one has completed no step for half the history (the program does something else now).
+// if the locked one has completed no step for four of its periods plus kStaleEvents (the program does
+// something else now).
 // Without the first rule, two inner loops of one step (forward and backward time loops) would take
 // turns. Scans p events, once per decision.
 bool StepDetector::replaces_locked(uint64_t t, uint32_t p) noexcept {
-  if (t - last_complete_event_ > kHistory / 2) return true;
+  if (t - last_complete_event_ > 4 * uint64_t{period_} + kStaleEvents) return true;
   return coverage_between(t + 1 - p, t + 1) * 10 >= cycle_distinct_ * 9;
 }
 

@@ -121,18 +121,88 @@ TEST(StepDetector, CountsNothingWithoutRepetition) {
   EXPECT_EQ(prog.detector().step_index(), -1);
 }
 
+// A second model with its own call-sites (sites + 100) is a new structure.
+uint32_t other_model_step(Program& prog, int layers) {
+  uint32_t events = 0;
+  std::vector<uint64_t> acts;
+  const uint64_t input = prog.alloc(101, 1 << 21);
+  ++events;
+  for (int l = 0; l < layers; ++l, ++events) acts.push_back(prog.alloc(110, 1 << 20));
+  for (int l = 0; l < layers; ++l, ++events) {
+    prog.free(prog.alloc(130, 1 << 20));
+    prog.free(acts.back());
+    acts.pop_back();
+  }
+  prog.free(input);
+  return events;
+}
+
 TEST(StepDetector, ReDetectsWhenTheProgramChangesItsStep) {
   Program prog;
   startup(prog);
   for (int s = 0; s < 5; ++s) train_step(prog, 3);
   EXPECT_EQ(prog.detector().period(), 1u + 6 + 1 + 6);
-  for (int s = 0; s < 6; ++s) train_step(prog, 6);  // a different model from here on
+  uint32_t per_step = 0;
+  for (int s = 0; s < 24; ++s) per_step = other_model_step(prog, 12);
   prog.detector().finish();
-  EXPECT_EQ(prog.detector().period(), 1u + 12 + 1 + 12);
+  EXPECT_EQ(prog.detector().period(), per_step);
   EXPECT_GE(prog.detector().relocks(), 1u);
-  // The longer period is taken for a larger structure and the history is recounted under it: the steps
-  // of the new model are all counted; those of the old one may not be (see step_detector.h).
-  EXPECT_GE(prog.detector().complete_steps(), 6u);
+  // The history is recounted under the new structure: the steps of the new model are counted.
+  EXPECT_GE(prog.detector().complete_steps(), 12u);
+  EXPECT_LE(prog.detector().complete_steps(), 24u);
+}
+
+// A deeper network after a shallower one (a loop that runs more often) is the same step, longer.
+TEST(StepDetector, AStepWhoseLoopRunsLongerIsTheSameStep) {
+  Program prog;
+  startup(prog);
+  for (int s = 0; s < 5; ++s) train_step(prog, 3);
+  for (int s = 0; s < 6; ++s) train_step(prog, 6);
+  prog.detector().finish();
+  EXPECT_EQ(prog.detector().relocks(), 0u);
+  EXPECT_EQ(prog.detector().complete_steps(), 11u);
+}
+
+// An evaluation pass (forward only, several batches) after every third step: the steps are all counted,
+// the structure is kept, and the evaluation events are off the cycle once they differ from the step.
+TEST(StepDetector, EvaluationPassesAreOffCycleAndKeepTheStructure) {
+  Program prog;
+  startup(prog);
+  uint64_t on = 0, off = 0;
+  for (int s = 0; s < 12; ++s) {
+    train_step(prog, 4);
+    if (s % 3 == 2 && prog.detector().locked()) {
+      for (int batch = 0; batch < 3; ++batch) {
+        std::vector<uint64_t> acts;
+        for (int l = 0; l < 4; ++l) {
+          const uint64_t out = prog.alloc(10, 1 << 21);
+          acts.push_back(prog.alloc(11, 1 << 21));
+          prog.free(out);
+        }
+        const uint64_t pred = prog.alloc(40, 65536);  // argmax
+        (prog.detector().on_cycle() ? on : off) += 1;
+        prog.free(pred);
+        for (uint64_t a : acts) prog.free(a);
+      }
+    }
+  }
+  prog.detector().finish();
+  EXPECT_EQ(prog.detector().complete_steps(), 12u);
+  EXPECT_EQ(prog.detector().relocks(), 0u);
+  EXPECT_EQ(prog.detector().period(), 1u + 8 + 1 + 8);
+  EXPECT_EQ(on, 0u);
+  EXPECT_GT(off, 0u);
+}
+
+TEST(StepDetector, OnCycleWhileTheStepFollowsTheLearnedOne) {
+  Program prog;
+  startup(prog);
+  for (int s = 0; s < 4; ++s) train_step(prog, 2);
+  ASSERT_TRUE(prog.detector().locked());
+  train_step(prog, 2);
+  EXPECT_TRUE(prog.detector().on_cycle());
+  prog.alloc(999, 70000);  // a stray allocation past the end of the step
+  EXPECT_FALSE(prog.detector().on_cycle());
 }
 
 TEST(StepDetector, ExplicitMarksDefineSteps) {
@@ -200,7 +270,14 @@ INSTANTIATE_TEST_SUITE_P(Traces, StepDetectorRecorded,
                                            RecordedTrace{"transformer_6steps.trace", 114, 6},
                                            // Its backward pass has a loop over time steps that repeats
                                            // exactly, with period 5, before two steps are seen.
-                                           RecordedTrace{"lstm_6steps.trace", 238, 6}));
+                                           RecordedTrace{"lstm_6steps.trace", 238, 6},
+                                           // tests/torch/programs, 12 optimizer steps each (see there).
+                                           RecordedTrace{"gru_lm_12steps.trace", 229, 12},
+                                           RecordedTrace{"lstm3_lm_12steps.trace", 405, 12},
+                                           RecordedTrace{"mlp_accum2_eval3_12steps.trace", 54, 12},
+                                           RecordedTrace{"cnn_schedule_ckpt_12steps.trace", 47, 12},
+                                           // Period: the step the detector locked on; others differ.
+                                           RecordedTrace{"lstm_varlen_12steps.trace", 149, 12}));
 
 }  // namespace
 }  // namespace sentinel

@@ -33,25 +33,28 @@ void StepDetector::build_cycle(uint64_t cycle_from, uint32_t p) noexcept {
   for (CycleSite& c : cycle_sites_) c = CycleSite{};
   cycle_distinct_ = 0;
   for (uint32_t k = 0; k < p; ++k) {
-    const uint64_t site = at(cycle_from + k).site;
-    cycle_[k] = site;
-    CycleSite* c = find_cycle_site(site);
-    if (c->per_step == 0) {
-      c->site = site;
+    const Event& e = at(cycle_from + k);
+    cycle_[k] = e.site;
+    CycleSite* c = find_cycle_site(e.site);
+    if (c->per_step == 0) c->site = e.site;
+    ++c->per_step;
+    // Completeness counts only call-sites whose tensors are well above the object threshold: one
+    // close to it may be too small to be an object in a step with smaller shapes.
+    if (!c->counted && e.size >= 2 * smallest_size_) {
+      c->counted = true;
       ++cycle_distinct_;
     }
-    ++c->per_step;
   }
   period_ = p;
 }
 
-// Distinct call-sites of the learned step among the events [from, to). Uses a fresh step serial.
+// Distinct counted call-sites of the learned step among the events [from, to). Uses a fresh serial.
 uint32_t StepDetector::coverage_between(uint64_t from, uint64_t to) noexcept {
   const uint32_t mark = ++step_serial_ + 1;
   uint32_t covered = 0;
   for (uint64_t q = from; q < to; ++q) {
     CycleSite* c = find_cycle_site(at(q).site);
-    if (c->per_step != 0 && c->seen_in != mark) {
+    if (c->counted && c->seen_in != mark) {
       c->seen_in = mark;
       ++covered;
     }
@@ -147,22 +150,26 @@ void StepDetector::lock_on_period(uint64_t t, uint32_t p) noexcept {
 // --- same shape ----------------------------------------------------------------------------------
 
 void StepDetector::propose_shape(uint64_t t, const uint64_t* previous) noexcept {
-  if (shape_.active || previous[0] == 0 || previous[1] == 0) return;
+  if (shape_.active) return;
   const uint64_t site = at(t).site;
   if (locked_ && site == anchor_site_) return;  // the locked structure already begins here
   // A tensor close to the object threshold (the smallest size seen) may be too small to be an object in
   // the next step, when shapes vary: such a call-site would miss steps as an anchor.
   if (at(t).size < 2 * smallest_size_) return;
-  const uint64_t b = previous[0] - 1, a = previous[1] - 1;
-  if (t - b < kMinWindow || b - a < kMinWindow || t - b > kMaxPeriod || b - a > kMaxPeriod ||
-      t - a > kHistory / 2) {
+  // Segments of one occurrence of the site each or, for a site that recurs within fewer events than a
+  // step has (once per layer of two, say), of two occurrences.
+  for (uint32_t m = 1; m <= kPositionsPerSite / 2; ++m) {
+    if (previous[2 * m - 1] == 0) return;
+    const uint64_t b = previous[m - 1] - 1, a = previous[2 * m - 1] - 1;
+    if (t - b < kMinWindow || b - a < kMinWindow) continue;
+    if (m > 1 && t - (previous[0] - 1) >= kMinWindow) return;
+    if (t - b > kMaxPeriod || b - a > kMaxPeriod || t - a > kHistory / 2) return;
+    // Both earlier occurrences are low points too (see kLowSlack).
+    const uint32_t objects = at(t).live_objects;
+    if (at(b).live_objects > objects + kLowSlack || at(a).live_objects > objects + kLowSlack) return;
+    shape_ = ShapeJob{true, a, b, t, a, ++shape_serial_, 0, 0, 0, 0, m};
     return;
   }
-  // Both earlier occurrences are low points too (at most two more objects alive: whether a tensor of a
-  // variable shape is large enough to be an object changes the count a little).
-  const uint32_t objects = at(t).live_objects;
-  if (at(b).live_objects > objects + 2 || at(a).live_objects > objects + 2) return;
-  shape_ = ShapeJob{true, a, b, t, a, ++shape_serial_, 0, 0, 0};
 }
 
 StepDetector::ShapeSite* StepDetector::find_shape_site(uint64_t site) noexcept {
@@ -180,7 +187,7 @@ void StepDetector::run_shape_job(uint64_t t) noexcept {
   const uint32_t low = at(j.c).live_objects;
   for (uint32_t n = 0; n < kShapeBudget && j.cursor < j.c; ++n, ++j.cursor) {
     const Event& e = at(j.cursor);
-    if (e.live_objects < low) {  // the candidate is not at a low point of memory
+    if (e.live_objects + kLowSlack < low) {  // the candidate is not at a low point of memory
       j.active = false;
       return;
     }
@@ -211,10 +218,10 @@ void StepDetector::run_shape_job(uint64_t t) noexcept {
   const uint32_t p = static_cast<uint32_t>(j.c - j.b);
   // foreign counts distinct call-sites here.
   if (!locked_) {
-    lock(t, j.c, j.b, p, site, 1);
+    lock(t, j.c, j.b, p, site, j.per_step);
   } else if (j.foreign * 10 > j.distinct_b && replaces_locked(t, p)) {
     ++relocks_;
-    lock(t, j.c, j.b, p, site, 1);
+    lock(t, j.c, j.b, p, site, j.per_step);
   }
 }
 
@@ -285,7 +292,7 @@ void StepDetector::begin_step(uint64_t site, uint64_t size) noexcept {
   }
   on_cycle_ = period_ > 0 && cycle_[0] == site;
   CycleSite* c = find_cycle_site(site);
-  if (c->per_step != 0) {
+  if (c->counted) {
     c->seen_in = step_serial_ + 1;
     step_covered_ = 1;
   }
@@ -303,7 +310,7 @@ void StepDetector::advance(uint64_t site, uint64_t size) noexcept {
     return;
   }
   CycleSite* c = find_cycle_site(site);
-  if (c->per_step != 0 && c->seen_in != step_serial_ + 1) {
+  if (c->counted && c->seen_in != step_serial_ + 1) {
     c->seen_in = step_serial_ + 1;
     ++step_covered_;
   }

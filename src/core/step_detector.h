@@ -135,7 +135,12 @@ class StepDetector {
     uint32_t serial;  // marks this job's entries in shape_sites_
     uint32_t distinct_a, distinct_b, common;
     uint32_t foreign;  // distinct call-sites of [b, c) the locked step does not have
+    uint32_t per_step;  // occurrences of the candidate site per segment
   };
+  // Objects that may be alive below an anchor's count in its step: the step's low point may come a few
+  // allocations before or after the anchor (the previous input batch is freed late, small tensors
+  // cross the object threshold or not). A layer of a network leaves more objects than this alive.
+  static constexpr uint32_t kLowSlack = 3;
   struct ShapeSite {
     uint64_t site;
     uint32_t serial;
@@ -146,6 +151,7 @@ class StepDetector {
     uint64_t site;
     uint32_t per_step;  // 0 = empty slot
     uint32_t seen_in;   // step serial + 1
+    bool counted;       // counts for completeness (see build_cycle)
   };
   static constexpr uint32_t kCycleSlots = 2 * kMaxPeriod;  // power of two, at most half full
 
@@ -197,7 +203,7 @@ class StepDetector {
   uint32_t period_ = 0;
   uint64_t cycle_[kMaxPeriod] = {};  // call-sites of one step, from its first event
   CycleSite cycle_sites_[kCycleSlots] = {};
-  uint32_t cycle_distinct_ = 0;      // distinct call-sites in cycle_
+  uint32_t cycle_distinct_ = 0;      // distinct counted call-sites in cycle_
   uint64_t anchor_site_ = 0;
   uint32_t anchor_per_step_ = 1;     // occurrences of the anchor site per step
   uint32_t anchor_seen_ = 0;         // occurrences in the current step

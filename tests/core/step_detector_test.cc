@@ -276,8 +276,11 @@ INSTANTIATE_TEST_SUITE_P(Traces, StepDetectorRecorded,
                                            RecordedTrace{"lstm3_lm_12steps.trace", 405, 12},
                                            RecordedTrace{"mlp_accum2_eval3_12steps.trace", 54, 12},
                                            RecordedTrace{"cnn_schedule_ckpt_12steps.trace", 47, 12},
-                                           // Period: the step the detector locked on; others differ.
-                                           RecordedTrace{"lstm_varlen_12steps.trace", 149, 12}));
+                                           // Variable sequence length: the period is the length of
+                                           // the step the detector locked on; other steps differ.
+                                           RecordedTrace{"lstm_varlen_12steps.trace", 251, 12},
+                                           RecordedTrace{"lstm_varlen_packed_12steps.trace", 340, 12},
+                                           RecordedTrace{"gru_varlen_packed_12steps.trace", 250, 12}));
 
 }  // namespace
 }  // namespace sentinel

@@ -15,38 +15,52 @@
 //     Comparing live objects rejects the period of one layer inside a stack of identical layers
 //     (activations stay alive, so the count grows from layer to layer and only repeats per step).
 //     Live bytes are not compared, so a step whose tensors change size (batch size) still repeats.
-//  2. Same shape: a call-site s whose last three occurrences t2 < t1 < t bound two segments of at least
-//     32 events each, at which the same number of objects is alive, no event of either segment has fewer
-//     live objects (so s begins at a low point of memory, between steps), and both segments have the
-//     same call-sites in the same order of first appearance. That holds for steps whose inner loops run
-//     a different number of times (variable sequence length) and not for the iterations of an inner loop.
-//     Set similarity (90%) rather than equality, because a tensor whose size varies may be an object
-//     (at or above the runtime's threshold) in one step and not in the next; for the same reason s must
-//     allocate at least twice the smallest size seen.
+//     The step then starts where the fewest bytes are alive, moved to a call-site that occurs once per
+//     step if one follows within p/4 events.
+//  2. Same shape: a call-site s whose occurrences t2 < t1 < t (every one; or every second one when s
+//     recurs sooner than 32 events, as a site used once per layer of a two-layer net) bound two segments
+//     of at least 32 events each, where s begins at a low point of memory (at t1 and t2 at most
+//     kLowSlack more objects are alive than at t, and no event of either segment has kLowSlack fewer),
+//     and at least 90% of the distinct call-sites of either segment occur in both. Distinct call-sites
+//     do not depend on how often a loop runs, so this holds for steps whose inner loops run a different
+//     number of times (variable sequence length), and not for iterations of an inner loop (too short, or
+//     not at a low point). Similarity rather than equality, and s must allocate at least twice the
+//     smallest size seen, because a tensor whose size varies may be an object (at or above the
+//     runtime's threshold) in one step and too small in the next.
 // While locked, both searches go on. A structure found later replaces the locked one only if more than
-// 10% of its events come from call-sites the locked step does not have: so an inner loop locked first
-// (the time loop of a recurrent net) gives way to the whole step, and a different program (a second
-// model) is re-detected, while a multiple of the step, an evaluation pass (its forward is part of the
-// step) or a step of another length are not taken for a new structure. On such a switch the steps
-// still in the history are counted again under the new structure (relocks() counts switches).
+// 10% of its events (distinct call-sites for 2.) come from call-sites the locked step does not have, and
+// either it contains at least 90% of the locked step's call-sites (the locked one was an inner loop of
+// it: the time loop of a recurrent net, locked first, gives way to the whole step) or the locked step
+// has not completed for 4 * period() + kStaleEvents events (the program does something else now: a
+// second model is re-detected). A multiple of the step, an evaluation pass (its forward is part of the
+// step), a step of another length or another inner loop of the step never replace it. On a switch the
+// steps still in the history are counted again under the new structure; relocks() counts switches.
 //
-// A step is complete when at least 90% of the distinct call-sites of the learned step occurred in it.
+// A step is complete when at least 90% of the distinct call-sites of the learned step occurred in it
+// (counting only call-sites with an allocation of at least twice the smallest size seen, see 2.).
 // Extra events (a validation pass, a checkpoint save, stray allocations) do not make it incomplete;
 // an evaluation pass that begins with the anchor call-site starts a "step" that is not complete (no
 // backward call-sites) and is not counted. The step structure is never dropped because of such
-// stretches: only a new structure (above) replaces it.
+// stretches: only a new structure (above) replaces it. Known limit: a step whose optimizer makes no
+// large allocation and frees nothing (SGD without weight decay under gradient accumulation, gradients
+// zeroed in place) cannot be told from its micro-batches; the detector then counts micro-batches.
+// The explicit marker is the way out there.
 //
 // Tags and sizes: the runtime tags an object by (call-site, occurrence in the step), independently of
 // its size, so the same tensor keeps its tag when its size changes from step to step; the profile
 // records each tag's largest size (ProfileBuilder), i.e. the per-step maximum.
 //
 // An explicit marker (mark_step) overrides detection for the rest of the run: every marked segment is
-// one step.
+// one step. (From Python: ctypes.CDLL(None).sentinel_step_begin() with libsentinel.so preloaded; see
+// include/sentinel/sentinel.h.)
 //
-// Cost: observe() does at most kCompareBudget comparisons for period candidates and kShapeBudget
-// events of shape verification per call (verification of a candidate is spread over calls, newest
-// events included as they arrive), plus O(1) bookkeeping. The call that locks or switches does
-// O(kHistory) work once (cycle tables and recounting the history).
+// Cost per observe() call, bounded: candidates are verified incrementally, spread over calls, with the
+// newest event compared as it arrives. At most kPeriodJobs * (kCompareBudget + 1) = 132 event pairs
+// compared for period candidates, kShapeBudget = 128 events of shape verification, a 16-probe site
+// lookup and O(1) step bookkeeping. Rarely, one call does more, once per decision: a candidate that
+// verifies while locked scans its p <= kMaxPeriod events (does it contain the locked step?), and the call
+// that locks or switches builds the cycle tables (clears kCycleSlots = 8192 slots, p events) and
+// recounts the history (kHistory = 8192 events); this happens a handful of times per run.
 //
 // Thread safety: none; the caller serialises calls. Never allocates (fixed arrays); no system calls.
 #pragma once

@@ -111,9 +111,20 @@ void StepDetector::run_period_jobs(uint64_t t) noexcept {
       return;
     }
     // A structure with call-sites the locked step does not have: the locked one was an inner loop,
-    // or the program changed. Anything else (a multiple of the step, an evaluation pass, a step of
-    // another length) is the same step.
-    if (done.foreign * 10 > done.compared && replaces_locked(t, p)) {
+    // or the program changed. Or a structure of at least two locked steps plus a few allocations of
+    // its own: the locked steps were the micro-batches of gradient accumulation, and the few
+    // allocations the optimizer's. Anything else (a multiple of the step, an evaluation pass, a step
+    // of another length) is the same step.
+    const bool many_foreign = done.foreign * 10 > done.compared;
+    // (Those few foreign allocations are most of what the structure adds to whole locked steps; an
+    // evaluation pass every few steps adds mostly forward allocations, known ones.)
+    const uint64_t foreign_per_period = (uint64_t{done.foreign} * p + done.compared - 1) / done.compared;
+    const uint64_t extra = p % period_;
+    // At least two such allocations: a stray allocation shifts the events after it by one, so p + 1
+    // may verify for a while with the stray as its one foreign event.
+    const bool closes_micro_batches =
+        p >= 2 * period_ && extra > 0 && foreign_per_period >= 2 && 2 * foreign_per_period >= extra;
+    if ((many_foreign && replaces_locked(t, p)) || (closes_micro_batches && contains_locked(t, p))) {
       ++relocks_;
       lock_on_period(t, p);
       return;
@@ -123,28 +134,35 @@ void StepDetector::run_period_jobs(uint64_t t) noexcept {
 
 void StepDetector::lock_on_period(uint64_t t, uint32_t p) noexcept {
   const uint64_t first = t + 1 - p;  // the last p events form one full cycle
-  // The step starts where the fewest object bytes are alive; among equals, right after the biggest drop.
+  build_cycle(first, p);  // for the occurrence counts, which do not depend on the rotation
+  auto per_step = [&](uint64_t q) { return find_cycle_site(at(q).site)->per_step; };
+  auto drop = [&](uint64_t q) {
+    return static_cast<int64_t>(at(q - 1).live_bytes) - static_cast<int64_t>(at(q).live_bytes);
+  };
+  // The step starts where the fewest object bytes are alive; among equals, at the call-site that
+  // occurs least often per step (an evaluation pass between steps starts at the same level, from a
+  // call-site of the forward pass), then right after the biggest drop.
   uint64_t start = first;
   for (uint64_t q = first; q <= t; ++q) {
-    const Event& e = at(q);
-    const Event& s = at(start);
-    const int64_t drop_q = static_cast<int64_t>(at(q - 1).live_bytes) - static_cast<int64_t>(e.live_bytes);
-    const int64_t drop_s =
-        static_cast<int64_t>(at(start - 1).live_bytes) - static_cast<int64_t>(s.live_bytes);
-    if (e.live_bytes < s.live_bytes || (e.live_bytes == s.live_bytes && drop_q > drop_s)) start = q;
+    const uint64_t bq = at(q).live_bytes, bs = at(start).live_bytes;
+    if (bq != bs) {
+      if (bq < bs) start = q;
+      continue;
+    }
+    const uint32_t nq = per_step(q), ns = per_step(start);
+    if (nq < ns || (nq == ns && drop(q) > drop(start))) start = q;
   }
-  build_cycle(first, p);  // for the occurrence counts, which do not depend on the rotation
   auto cyclic = [&](uint64_t q) { return first + (q - first) % p; };
-  uint32_t per_step = find_cycle_site(at(start).site)->per_step;
+  uint32_t count = per_step(start);
   // Prefer a call-site that occurs once per step, if one follows closely: it resynchronises by itself.
-  for (uint64_t k = 0; k <= p / 4 && per_step > 1; ++k) {
+  for (uint64_t k = 0; k <= p / 4 && count > 1; ++k) {
     const uint64_t q = cyclic(start + k);
-    if (find_cycle_site(at(q).site)->per_step == 1) {
+    if (per_step(q) == 1) {
       start = q;
-      per_step = 1;
+      count = 1;
     }
   }
-  lock(t, start, start - p, p, at(start).site, per_step);
+  lock(t, start, start - p, p, at(start).site, count);
 }
 
 // --- same shape ----------------------------------------------------------------------------------
@@ -232,7 +250,10 @@ void StepDetector::run_shape_job(uint64_t t) noexcept {
 // Without the first rule, two inner loops of one step (forward and backward time loops) would take
 // turns. Scans p events, once per decision.
 bool StepDetector::replaces_locked(uint64_t t, uint32_t p) noexcept {
-  if (t - last_complete_event_ > 4 * uint64_t{period_} + kStaleEvents) return true;
+  return t - last_complete_event_ > 4 * uint64_t{period_} + kStaleEvents || contains_locked(t, p);
+}
+
+bool StepDetector::contains_locked(uint64_t t, uint32_t p) noexcept {
   return coverage_between(t + 1 - p, t + 1) * 10 >= cycle_distinct_ * 9;
 }
 
@@ -249,18 +270,37 @@ void StepDetector::lock(uint64_t t, uint64_t start, uint64_t cycle_from, uint32_
   for (PeriodJob& j : jobs_) j.period = 0;  // their counts of foreign call-sites are stale
   shape_.active = false;
 
-  // Count the complete steps still in the history: walking back from `start`, every
-  // anchor_per_step-th occurrence of the anchor begins a step.
+  // Count the complete steps still in the history, replaying it with the boundary rule of is_boundary()
+  // from the first occurrence of the anchor at the start's level of live objects (a step start).
   const uint64_t oldest = t + 1 > kHistory ? t + 1 - kHistory : 0;
   const uint32_t needed = (cycle_distinct_ * 9 + 9) / 10;
+  const uint32_t level = at(start).live_objects;
   complete_steps_ = 0;
-  uint64_t segment_end = start;
-  uint32_t seen = 0;
-  for (uint64_t q = start; q-- > oldest;) {
-    if (at(q).site != anchor_site_ || ++seen % anchor_per_step_ != 0) continue;
-    if (coverage_between(q, segment_end) >= needed) ++complete_steps_;
-    segment_end = q;
+  bool in_step = false;
+  uint32_t seen = 0, covered = 0, mark = 0;
+  for (uint64_t q = oldest; q < start; ++q) {
+    const Event& e = at(q);
+    if (e.site == anchor_site_) {
+      const bool begins = !in_step ? e.live_objects <= level
+                                   : anchor_per_step_ == 1 || (seen >= anchor_per_step_ && covered >= needed);
+      if (begins) {
+        if (in_step && covered >= needed) ++complete_steps_;
+        in_step = true;
+        seen = 1;
+        covered = 0;
+        mark = ++step_serial_ + 1;
+      } else if (in_step) {
+        ++seen;
+      }
+    }
+    if (!in_step) continue;
+    CycleSite* c = find_cycle_site(e.site);
+    if (c->counted && c->seen_in != mark) {
+      c->seen_in = mark;
+      ++covered;
+    }
   }
+  if (in_step && covered >= needed) ++complete_steps_;
 
   // The step in progress began at `start`.
   begin_step(at(start).site, at(start).size);
@@ -270,9 +310,13 @@ void StepDetector::lock(uint64_t t, uint64_t start, uint64_t cycle_from, uint32_
   }
 }
 
+// With an anchor that occurs several times per step, every anchor_per_step-th occurrence begins a step,
+// if the step in progress is complete by then. An evaluation pass uses the forward's call-sites, and
+// its anchor occurrences would otherwise shift the count: the step it interrupts is then counted
+// once, with the evaluation pass in it.
 bool StepDetector::is_boundary(uint64_t site) noexcept {
   if (site != anchor_site_) return false;
-  if (anchor_per_step_ == 1 || anchor_seen_ >= anchor_per_step_) return true;
+  if (anchor_per_step_ == 1 || (anchor_seen_ >= anchor_per_step_ && step_complete(false))) return true;
   ++anchor_seen_;
   return false;
 }

@@ -186,6 +186,7 @@ class StepDetector {
   void build_cycle(uint64_t cycle_from, uint32_t p) noexcept;
   uint32_t coverage_between(uint64_t from, uint64_t to) noexcept;
   bool replaces_locked(uint64_t t, uint32_t p) noexcept;
+  bool contains_locked(uint64_t t, uint32_t p) noexcept;
   bool is_boundary(uint64_t site) noexcept;
   void begin_step(uint64_t site, uint64_t size) noexcept;
   void advance(uint64_t site, uint64_t size) noexcept;

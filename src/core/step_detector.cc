@@ -264,34 +264,32 @@ void StepDetector::lock(uint64_t t, uint64_t start, uint64_t cycle_from, uint32_
   build_cycle(cycle_from, p);
   anchor_site_ = anchor;
   anchor_per_step_ = anchor_per_step;
+  start_objects_ = at(start).live_objects;
   locked_ = true;
   lock_event_ = t;
   last_complete_event_ = t;
   for (PeriodJob& j : jobs_) j.period = 0;  // their counts of foreign call-sites are stale
   shape_.active = false;
 
-  // Count the complete steps still in the history, replaying it with the boundary rule of is_boundary()
+  // Count the complete steps still in the history, replaying it with the boundary rule of begins_step()
   // from the first occurrence of the anchor at the start's level of live objects (a step start).
   const uint64_t oldest = t + 1 > kHistory ? t + 1 - kHistory : 0;
   const uint32_t needed = (cycle_distinct_ * 9 + 9) / 10;
-  const uint32_t level = at(start).live_objects;
   complete_steps_ = 0;
   bool in_step = false;
   uint32_t seen = 0, covered = 0, mark = 0;
   for (uint64_t q = oldest; q < start; ++q) {
     const Event& e = at(q);
-    if (e.site == anchor_site_) {
-      const bool begins = !in_step ? e.live_objects <= level
-                                   : anchor_per_step_ == 1 || (seen >= anchor_per_step_ && covered >= needed);
-      if (begins) {
-        if (in_step && covered >= needed) ++complete_steps_;
-        in_step = true;
-        seen = 1;
-        covered = 0;
-        mark = ++step_serial_ + 1;
-      } else if (in_step) {
-        ++seen;
-      }
+    const bool begins = !in_step ? e.site == anchor_site_ && e.live_objects <= start_objects_
+                                 : begins_step(e.site, e.live_objects, seen, covered >= needed);
+    if (begins) {
+      if (in_step && covered >= needed) ++complete_steps_;
+      in_step = true;
+      seen = 1;
+      covered = 0;
+      mark = ++step_serial_ + 1;
+    } else if (e.site == anchor_site_) {
+      ++seen;
     }
     if (!in_step) continue;
     CycleSite* c = find_cycle_site(e.site);
@@ -310,15 +308,16 @@ void StepDetector::lock(uint64_t t, uint64_t start, uint64_t cycle_from, uint32_
   }
 }
 
-// With an anchor that occurs several times per step, every anchor_per_step-th occurrence begins a step,
-// if the step in progress is complete by then. An evaluation pass uses the forward's call-sites, and
-// its anchor occurrences would otherwise shift the count: the step it interrupts is then counted
-// once, with the evaluation pass in it.
-bool StepDetector::is_boundary(uint64_t site) noexcept {
-  if (site != anchor_site_) return false;
-  if (anchor_per_step_ == 1 || (anchor_seen_ >= anchor_per_step_ && step_complete(false))) return true;
-  ++anchor_seen_;
-  return false;
+// Whether an event begins a new step, given the step in progress (anchor occurrences seen in it, and
+// whether it is complete already). With an anchor that occurs several times per step, every
+// anchor_per_step-th occurrence does, if the step in progress is complete by then: an evaluation pass
+// uses the forward's call-sites, and its anchor occurrences would otherwise shift the count (the step it
+// interrupts is then counted once, with the evaluation pass in it). And the anchor's tensor may be too
+// small to be an object in a step with a smaller batch: then the event that follows the anchor in the
+// learned step stands in for it, at the learned start's level of live objects, after a complete step.
+bool StepDetector::begins_step(uint64_t site, uint32_t live_objects, uint32_t seen, bool complete) const noexcept {
+  if (site == anchor_site_) return anchor_per_step_ == 1 || (seen >= anchor_per_step_ && complete);
+  return anchor_per_step_ == 1 && period_ > 1 && site == cycle_[1] && complete && live_objects <= start_objects_;
 }
 
 void StepDetector::begin_step(uint64_t site, uint64_t size) noexcept {
@@ -416,11 +415,12 @@ bool StepDetector::observe(uint64_t site, uint32_t live_objects, uint64_t live_b
     return event_in_step_ == 0;  // lock() has placed this event in its step
   }
   if (!locked_) return false;
-  if (is_boundary(site)) {
+  if (begins_step(site, live_objects, anchor_seen_, step_complete(false))) {
     close_step(false);
     begin_step(site, size);
     return true;
   }
+  if (site == anchor_site_) ++anchor_seen_;
   advance(site, size);
   return false;
 }

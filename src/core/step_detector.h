@@ -187,7 +187,7 @@ class StepDetector {
   uint32_t coverage_between(uint64_t from, uint64_t to) noexcept;
   bool replaces_locked(uint64_t t, uint32_t p) noexcept;
   bool contains_locked(uint64_t t, uint32_t p) noexcept;
-  bool is_boundary(uint64_t site) noexcept;
+  bool begins_step(uint64_t site, uint32_t live_objects, uint32_t seen, bool complete) const noexcept;
   void begin_step(uint64_t site, uint64_t size) noexcept;
   void advance(uint64_t site, uint64_t size) noexcept;
   void close_step(bool at_exit) noexcept;
@@ -222,6 +222,7 @@ class StepDetector {
   uint64_t anchor_site_ = 0;
   uint32_t anchor_per_step_ = 1;     // occurrences of the anchor site per step
   uint32_t anchor_seen_ = 0;         // occurrences in the current step
+  uint32_t start_objects_ = 0;       // live objects at the first event of the learned step
   uint64_t lock_event_ = 0;
   uint64_t last_complete_event_ = 0;
 

@@ -275,7 +275,11 @@ INSTANTIATE_TEST_SUITE_P(Traces, StepDetectorRecorded,
                                            RecordedTrace{"gru_lm_12steps.trace", 229, 12},
                                            RecordedTrace{"lstm3_lm_12steps.trace", 405, 12},
                                            RecordedTrace{"mlp_accum2_eval3_12steps.trace", 54, 12},
+                                           RecordedTrace{"mlp_accum4_eval2_sgd_12steps.trace", 99, 12},
                                            RecordedTrace{"cnn_schedule_ckpt_12steps.trace", 47, 12},
+                                           // Epochs of 100 samples in batches of 32: every fourth batch
+                                           // has 4 samples, its input too small to be an object.
+                                           RecordedTrace{"cnn_small_last_batch_12steps.trace", 47, 12},
                                            // Variable sequence length: the period is the length of
                                            // the step the detector locked on; other steps differ.
                                            RecordedTrace{"lstm_varlen_12steps.trace", 251, 12},

@@ -194,7 +194,11 @@ StepDetector::ShapeSite* StepDetector::find_shape_site(uint64_t site) noexcept {
   uint32_t at = static_cast<uint32_t>(mix64(site)) & (kCycleSlots - 1);
   for (uint32_t probe = 0; probe < 64; ++probe, at = (at + 1) & (kCycleSlots - 1)) {
     ShapeSite& c = shape_sites_[at];
-    if (c.serial != shape_.serial || c.site == site) return &c;
+    if (c.site == site) return &c;
+    if (c.in_a != shape_.serial && c.in_b != shape_.serial) {  // free for this job
+      c = ShapeSite{site, 0, 0};
+      return &c;
+    }
   }
   return nullptr;  // crowded: the site counts as absent
 }
@@ -210,17 +214,20 @@ void StepDetector::run_shape_job(uint64_t t) noexcept {
       return;
     }
     // The distinct call-sites of each segment (a loop adds nothing after its first iteration, so a
-    // longer or shorter loop gives the same set); those of the second also found in the first.
-    const bool in_a = j.cursor < j.b;
-    const uint64_t segment_start = in_a ? j.a : j.b;
-    if (e.previous != 0 && e.previous - 1 >= segment_start) continue;
+    // longer or shorter loop gives the same set), counting only allocations well above the object
+    // threshold (see build_cycle); those of the second segment also found in the first.
+    if (e.size < 2 * smallest_size_) continue;
     ShapeSite* s = find_shape_site(e.site);
-    if (in_a) {
-      ++j.distinct_a;
-      if (s != nullptr) *s = ShapeSite{e.site, j.serial};
-    } else {
+    if (s == nullptr) continue;
+    if (j.cursor < j.b) {
+      if (s->in_a != j.serial) {
+        s->in_a = j.serial;
+        ++j.distinct_a;
+      }
+    } else if (s->in_b != j.serial) {
+      s->in_b = j.serial;
       ++j.distinct_b;
-      if (s != nullptr && s->serial == j.serial) ++j.common;
+      if (s->in_a == j.serial) ++j.common;
       if (locked_ && find_cycle_site(e.site)->per_step == 0) ++j.foreign;
     }
   }
@@ -278,12 +285,15 @@ void StepDetector::lock(uint64_t t, uint64_t start, uint64_t cycle_from, uint32_
   complete_steps_ = 0;
   bool in_step = false;
   uint32_t seen = 0, covered = 0, mark = 0;
+  // What precedes the first step start is counted too if it covers the step: when the anchor is the
+  // last allocation of a step rather than the first, the first step ends there.
+  mark = ++step_serial_ + 1;
   for (uint64_t q = oldest; q < start; ++q) {
     const Event& e = at(q);
     const bool begins = !in_step ? e.site == anchor_site_ && e.live_objects <= start_objects_
                                  : begins_step(e.site, e.live_objects, seen, covered >= needed);
     if (begins) {
-      if (in_step && covered >= needed) ++complete_steps_;
+      if (covered >= needed) ++complete_steps_;
       in_step = true;
       seen = 1;
       covered = 0;
@@ -291,14 +301,13 @@ void StepDetector::lock(uint64_t t, uint64_t start, uint64_t cycle_from, uint32_
     } else if (e.site == anchor_site_) {
       ++seen;
     }
-    if (!in_step) continue;
     CycleSite* c = find_cycle_site(e.site);
     if (c->counted && c->seen_in != mark) {
       c->seen_in = mark;
       ++covered;
     }
   }
-  if (in_step && covered >= needed) ++complete_steps_;
+  if (covered >= needed) ++complete_steps_;
 
   // The step in progress began at `start`.
   begin_step(at(start).site, at(start).size);
@@ -381,7 +390,7 @@ bool StepDetector::observe(uint64_t site, uint32_t live_objects, uint64_t live_b
   const uint64_t t = total_events_++;
   uint64_t previous[kPositionsPerSite];
   remember_site(site, t, previous);
-  history_[t & (kHistory - 1)] = Event{site, live_bytes, size, previous[0], live_objects};
+  history_[t & (kHistory - 1)] = Event{site, live_bytes, size, live_objects};
   if (size < smallest_size_) smallest_size_ = size;
 
   if (mark_pending_) {

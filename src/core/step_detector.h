@@ -130,7 +130,6 @@ class StepDetector {
     uint64_t site;
     uint64_t live_bytes;
     uint64_t size;
-    uint64_t previous;  // position + 1 of the previous event with this call-site; 0 = none known
     uint32_t live_objects;
   };
   // A period candidate being verified over the events before and after the one that proposed it.
@@ -157,7 +156,7 @@ class StepDetector {
   static constexpr uint32_t kLowSlack = 3;
   struct ShapeSite {
     uint64_t site;
-    uint32_t serial;
+    uint32_t in_a, in_b;  // serial of the job that saw the site in segment [a, b), [b, c)
   };
   // The distinct call-sites of the learned step: how often each occurs in it, and in which step it was
   // last seen (for the coverage of the step in progress).
@@ -207,7 +206,7 @@ class StepDetector {
 
   PeriodJob jobs_[kPeriodJobs] = {};
   ShapeJob shape_ = {};
-  ShapeSite shape_sites_[kCycleSlots] = {};  // call-sites of segment [a, b) of the shape job
+  ShapeSite shape_sites_[kCycleSlots] = {};  // call-sites of the shape job's segments
   uint32_t shape_serial_ = 0;
   uint64_t smallest_size_ = UINT64_MAX;  // of any event: about the runtime's object threshold
 

@@ -282,9 +282,9 @@ INSTANTIATE_TEST_SUITE_P(Traces, StepDetectorRecorded,
                                            RecordedTrace{"cnn_small_last_batch_12steps.trace", 47, 12},
                                            // Variable sequence length: the period is the length of
                                            // the step the detector locked on; other steps differ.
-                                           RecordedTrace{"lstm_varlen_12steps.trace", 251, 12},
-                                           RecordedTrace{"lstm_varlen_packed_12steps.trace", 340, 12},
-                                           RecordedTrace{"gru_varlen_packed_12steps.trace", 250, 12}));
+                                           RecordedTrace{"lstm_varlen_12steps.trace", 119, 12},
+                                           RecordedTrace{"lstm_varlen_packed_12steps.trace", 169, 12},
+                                           RecordedTrace{"gru_varlen_packed_12steps.trace", 127, 12}));
 
 }  // namespace
 }  // namespace sentinel

@@ -31,12 +31,16 @@ StepDetector::CycleSite* StepDetector::find_cycle_site(uint64_t site) noexcept {
 // The learned step: the p events from cycle_from, and the table of their distinct call-sites.
 void StepDetector::build_cycle(uint64_t cycle_from, uint32_t p) noexcept {
   for (CycleSite& c : cycle_sites_) c = CycleSite{};
+  uint32_t distinct = 0;
   cycle_distinct_ = 0;
   for (uint32_t k = 0; k < p; ++k) {
     const Event& e = at(cycle_from + k);
     cycle_[k] = e.site;
     CycleSite* c = find_cycle_site(e.site);
-    if (c->per_step == 0) c->site = e.site;
+    if (c->per_step == 0) {
+      c->site = e.site;
+      ++distinct;
+    }
     ++c->per_step;
     // Completeness counts only call-sites whose tensors are well above the object threshold: one
     // close to it may be too small to be an object in a step with smaller shapes.
@@ -44,6 +48,11 @@ void StepDetector::build_cycle(uint64_t cycle_from, uint32_t p) noexcept {
       c->counted = true;
       ++cycle_distinct_;
     }
+  }
+  // Unless that leaves too few: then no tensor is much larger than the others, and all count.
+  if (cycle_distinct_ * 2 < distinct) {
+    for (CycleSite& c : cycle_sites_) c.counted = c.per_step != 0;
+    cycle_distinct_ = distinct;
   }
   period_ = p;
 }

@@ -111,8 +111,7 @@ class StepDetector {
   uint64_t last_step_bytes() const noexcept { return last_step_bytes_; }
   // How many times a new step structure replaced the locked one.
   uint64_t relocks() const noexcept { return relocks_; }
-  // Events of the step in progress that were seen before the detector locked (or switched) and events
-  // it took to lock: for benches.
+  // The event (counted from 0 over the run) at which the detector last locked or switched structure.
   uint64_t lock_event() const noexcept { return lock_event_; }
 
   // Calls fn(site, live_objects, live_bytes, size) for each event still in the history, oldest first.

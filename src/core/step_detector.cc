@@ -1,5 +1,7 @@
 #include "core/step_detector.h"
 
+#include <algorithm>
+
 #include "core/hash.h"
 
 namespace sentinel {
@@ -171,7 +173,44 @@ void StepDetector::lock_on_period(uint64_t t, uint32_t p) noexcept {
       count = 1;
     }
   }
+  if (count > 1 && lock_on_part(t, start, p)) return;
   lock(t, start, start - p, p, at(start).site, count);
+}
+
+// A period whose anchor occurs several times may be a step plus something that only repeats what the
+// step does (an evaluation pass every step or two, beginning with a call-site of the step): if the
+// events from the anchor to its next occurrence already have every counted call-site of the period,
+// that part is the step, and the rest is an off-cycle tail. Gradient accumulation is not cut this way:
+// a micro-batch lacks the optimizer's call-sites. Scans p events; true if it locked.
+bool StepDetector::lock_on_part(uint64_t t, uint64_t start, uint32_t p) noexcept {
+  const uint64_t from = start - p;  // the last whole cycle before the step in progress
+  const uint64_t anchor = at(start).site;
+  // Both the step and the tail begin at the cycle's lowest count of live objects (between steps), unlike
+  // two layers of a network, whose second begins with the first one's output alive.
+  uint32_t lowest = UINT32_MAX;
+  for (uint32_t k = 0; k < p; ++k) lowest = std::min(lowest, at(from + k).live_objects);
+  if (at(from).live_objects != lowest) return false;
+  const uint32_t mark = ++step_serial_ + 1;
+  uint32_t covered = 0;
+  for (uint32_t k = 0; k < p; ++k) {
+    const Event& e = at(from + k);
+    if (k > 0 && e.site == anchor) {
+      if (covered < cycle_distinct_ || e.live_objects != lowest) return false;
+      // The step in progress began at the latest occurrence of the anchor.
+      uint64_t latest = start;
+      for (uint64_t q = start + 1; q <= t; ++q) {
+        if (at(q).site == anchor) latest = q;
+      }
+      lock(t, latest, from, k, anchor, 1);
+      return true;
+    }
+    CycleSite* c = find_cycle_site(e.site);
+    if (c->counted && c->seen_in != mark) {
+      c->seen_in = mark;
+      ++covered;
+    }
+  }
+  return false;
 }
 
 // --- same shape ----------------------------------------------------------------------------------
@@ -251,12 +290,14 @@ void StepDetector::run_shape_job(uint64_t t) noexcept {
   }
   const uint32_t p = static_cast<uint32_t>(j.c - j.b);
   // foreign counts distinct call-sites here.
-  if (!locked_) {
-    lock(t, j.c, j.b, p, site, j.per_step);
-  } else if (j.foreign * 10 > j.distinct_b && replaces_locked(t, p)) {
-    ++relocks_;
-    lock(t, j.c, j.b, p, site, j.per_step);
+  const bool switching = locked_ && j.foreign * 10 > j.distinct_b && replaces_locked(t, p);
+  if (locked_ && !switching) return;
+  if (switching) ++relocks_;
+  if (j.per_step > 1) {
+    build_cycle(j.b, p);  // for lock_on_part's coverage
+    if (lock_on_part(t, j.c, p)) return;
   }
+  lock(t, j.c, j.b, p, site, j.per_step);
 }
 
 // A new structure with foreign call-sites (the last p events up to t) replaces the locked one if it

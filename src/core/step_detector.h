@@ -27,6 +27,10 @@
 //     not at a low point). Similarity rather than equality, and s must allocate at least twice the
 //     smallest size seen, because a tensor whose size varies may be an object (at or above the
 //     runtime's threshold) in one step and too small in the next.
+// A structure whose anchor occurs several times in it is cut to its first part when that part, from the
+// anchor to its next occurrence, has every counted call-site of the whole and both begin at its lowest
+// count of live objects: the rest only repeats what the step does (an evaluation pass whose batch comes
+// from the input's call-site). A micro-batch lacks the optimizer's call-sites and is not cut off.
 // While locked, both searches go on. A structure found later replaces the locked one only if more than
 // 10% of its events (distinct call-sites for 2.) come from call-sites the locked step does not have, and
 // either it contains at least 90% of the locked step's call-sites (the locked one was an inner loop of
@@ -179,6 +183,7 @@ class StepDetector {
   void run_shape_job(uint64_t t) noexcept;
   ShapeSite* find_shape_site(uint64_t site) noexcept;
   void lock_on_period(uint64_t t, uint32_t p) noexcept;
+  bool lock_on_part(uint64_t t, uint64_t start, uint32_t p) noexcept;
   void lock(uint64_t t, uint64_t start, uint64_t cycle_from, uint32_t p, uint64_t anchor,
             uint32_t anchor_per_step) noexcept;
   void build_cycle(uint64_t cycle_from, uint32_t p) noexcept;

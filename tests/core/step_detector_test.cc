@@ -276,6 +276,9 @@ INSTANTIATE_TEST_SUITE_P(Traces, StepDetectorRecorded,
                                            RecordedTrace{"lstm3_lm_12steps.trace", 405, 12},
                                            RecordedTrace{"mlp_accum2_eval3_12steps.trace", 54, 12},
                                            RecordedTrace{"mlp_accum4_eval2_sgd_12steps.trace", 99, 12},
+                                           // scripts/train.py --eval-every 2 --odd-batch-every 3: the
+                                           // evaluation batch comes from the input's call-site.
+                                           RecordedTrace{"mlp_eval2_odd3_12steps.trace", 49, 12},
                                            RecordedTrace{"cnn_schedule_ckpt_12steps.trace", 47, 12},
                                            // Epochs of 100 samples in batches of 32: every fourth batch
                                            // has 4 samples, its input too small to be an object.

@@ -1,10 +1,11 @@
 #!/usr/bin/python3
-"""One PyTorch training workload, with the slow-tier counters read at every step boundary.
+"""PyTorch training workloads, with the slow-tier counters read at every step boundary.
 
 Runs in the two-node guest with SENTINEL_GUEST_SLOW_TIER on (bench/results/run.sh starts it under
 each placement); on the host (--host) it only measures the step time, for the CPI calibration.
-Writes one JSON file: per step the virtual time, instructions, misses per node, pages migrated by
-the kernel (/proc/vmstat pgmigrate_success), host seconds and the loss.
+Several workloads run one after the other in one process (import torch takes minutes in the guest);
+each writes OUT_DIR/<workload>.<placement>.json: per step the virtual time, instructions, misses per
+node, pages migrated by the kernel (/proc/vmstat pgmigrate_success), host seconds and the loss.
 """
 import argparse
 import json
@@ -43,12 +44,26 @@ def pages_migrated():
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--workload", required=True, choices=sorted(WORKLOADS))
+    p.add_argument("--workloads", required=True, help="comma separated: " + ",".join(sorted(WORKLOADS)))
     p.add_argument("--steps", type=int, default=4)
     p.add_argument("--placement", default="unnamed")
     p.add_argument("--host", action="store_true", help="no slow-tier counters (host calibration run)")
-    p.add_argument("--out", required=True)
+    p.add_argument("--out-dir", required=True)
     args = p.parse_args()
+    names = args.workloads.split(",")
+    for name in names:
+        if name not in WORKLOADS:
+            p.error(f"unknown workload {name}")
+
+    meter = None
+    if not args.host:
+        from slowtier import SlowTier
+        meter = SlowTier()
+    for name in names:
+        run_workload(name, args, meter)
+
+
+def run_workload(name, args, meter):
 
     import torch
     import torch.nn as nn
@@ -56,7 +71,7 @@ def main():
 
     torch.set_num_threads(1)
     torch.manual_seed(1234)
-    spec = dict(DEFAULTS, **WORKLOADS[args.workload])
+    spec = dict(DEFAULTS, **WORKLOADS[name])
     model, shape = train.build(SimpleNamespace(**spec))
     if spec["optimizer"] == "sgd":
         opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
@@ -65,10 +80,6 @@ def main():
     loss_fn = nn.CrossEntropyLoss()
     gen = torch.Generator().manual_seed(1235)
 
-    meter = None
-    if not args.host:
-        from slowtier import SlowTier
-        meter = SlowTier()
     steps = []
     for step in range(args.steps):
         before = meter.read() if meter else None
@@ -87,12 +98,12 @@ def main():
         if meter:
             record.update(meter.delta(before, meter.read()))
         steps.append(record)
-        print(f"{args.workload} {args.placement} step {step}: host {host_s:.2f} s"
+        print(f"{name} {args.placement} step {step}: host {host_s:.2f} s"
               + (f", virtual {record['virtual_ns'] / 1e6:.2f} ms, slow misses "
                  f"{record['slow_read_misses'] + record['slow_write_misses']}" if meter else ""),
               flush=True)
-    with open(args.out, "w") as f:
-        json.dump({"workload": args.workload, "placement": args.placement, "spec": spec,
+    with open(os.path.join(args.out_dir, f"{name}.{args.placement}.json"), "w") as f:
+        json.dump({"workload": name, "placement": args.placement, "spec": spec,
                    "steps": steps}, f)
 
 

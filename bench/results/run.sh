@@ -9,16 +9,17 @@
 #   --workloads LIST  comma separated, from guest_step.py (default mlp,mlp-adam,cnn,lstm,transformer)
 #   --placements LIST all-fast,all-slow,first-touch-20,first-touch-50,memtier-20,memtier-50,
 #                     interleave,managed-20,managed-50 (default: all but managed-*)
-#   --steps N         steps per cell; the first is warm-up, the rest are steady (default 4)
+#   --steps N         steps per cell; the first is warm-up, the rest are steady (default 6)
 #   --cpi X           plugin CPI (default 1.0; see the calibration column)
-# Time: about 2-4 minutes per cell (import torch alone takes over a minute in the guest).
+# Time: import torch takes 2-4 minutes in the guest with the plugin, so each guest process costs that
+# once; static placements run all workloads in one process, Sentinel's one process per workload.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 tier=optane
 workloads=mlp,mlp-adam,cnn,lstm,transformer
 placements=all-fast,all-slow,first-touch-20,first-touch-50,memtier-20,memtier-50,interleave
-steps=4
+steps=6
 cpi=1.0
 while (( $# > 1 )); do
   case "$1" in
@@ -39,10 +40,8 @@ build="${SENTINEL_BUILD_DIR:-$root/build}"
   echo "run.sh: build first (scripts/build.sh); looked in $build" >&2; exit 2; }
 
 echo "== host calibration runs (one thread)"
-for w in ${workloads//,/ }; do
-  OMP_NUM_THREADS=1 /usr/bin/python3 "$here/guest_step.py" --host --workload "$w" --steps "$steps" \
-    --placement host --out "$out/$w.host.json"
-done
+OMP_NUM_THREADS=1 /usr/bin/python3 "$here/guest_step.py" --host --workloads "$workloads" \
+  --steps "$steps" --placement host --out-dir "$out"
 
 echo "== guest matrix ($tier)"
 start=$(date +%s)

@@ -247,7 +247,7 @@ trap 'exit 130' INT TERM
   done
   echo 'export SENTINEL_IN_GUEST=1'
   if [[ "$slow_tier" != off ]]; then
-    printf 'export SENTINEL_GUEST_SLOW_TIER=%q SENTINEL_SLOWTIER_LIB=%q\n' "$slow_tier" "$build_dir/lib/libsentinel_slowtier.so"
+    printf 'export SENTINEL_GUEST_SLOW_TIER=%q SENTINEL_GUEST_SLOWTIER_LIB=%q\n' "$slow_tier" "$build_dir/lib/libsentinel_slowtier.so"
     # The plugin's node layout must hold before any figure is trusted (docs/slow-tier-emulator.md).
     printf '%q check || { echo "numa-guest: slow-tier layout check failed" >&2; exit 125; }\n' "$slow_tool"
   fi

@@ -1,13 +1,12 @@
 #!/usr/bin/env bash
-# guest_matrix.sh OUT_DIR WORKLOADS PLACEMENTS STEPS: runs inside the guest (bench/results/run.sh).
+# guest_matrix.sh OUT_DIR WORKLOADS PLACEMENTS STEPS BUILD_DIR: runs inside the guest (bench/results/run.sh).
 # Static placements (membind, interleave, memtier) run all workloads in one process, one after the
 # other; Sentinel's placements run one process per workload, because a percentage budget follows the
 # largest step peak the process has seen. Each workload writes OUT_DIR/<workload>.<placement>.json;
 # a failed process leaves OUT_DIR/<placement>.<workloads>.err and the matrix goes on.
 set -uo pipefail
-out="$1"; workloads="$2"; placements="$3"; steps="$4"
+out="$1"; workloads="$2"; placements="$3"; steps="$4"; build="$5"
 here="$(cd "$(dirname "$0")" && pwd)"
-build="${SENTINEL_BUILD_DIR:-$here/../../build}"
 memtier=/usr/lib/x86_64-linux-gnu/libmemtier.so
 # Automatic NUMA balancing would move pages behind every policy's back: off for all cells.
 echo 0 >/proc/sys/kernel/numa_balancing 2>/dev/null || true
@@ -22,7 +21,8 @@ run_cell() {  # run_cell PLACEMENT WORKLOADS ENV... -- PREFIX...
   echo "== $p: $ws" >&2
   local start err="$out/$p.$ws.err"
   start=$(date +%s)
-  env "${envs[@]}" "${pre[@]}" /usr/bin/python3 "$here/guest_step.py" --workloads "$ws" \
+  # SENTINEL_BUILD_DIR (the host side's) would only make the preloaded runtime warn.
+  env -u SENTINEL_BUILD_DIR "${envs[@]}" "${pre[@]}" /usr/bin/python3 "$here/guest_step.py" --workloads "$ws" \
     --placement "$p" --steps "$steps" --out-dir "$out" 2>"$err" || echo "   exit status $? (see $err)" >&2
   echo "   $(( $(date +%s) - start )) s" >&2
   [[ -s "$err" ]] || rm -f "$err"

@@ -48,6 +48,6 @@ start=$(date +%s)
 SENTINEL_BUILD_DIR="$build" SENTINEL_GUEST_RW="$out" SENTINEL_GUEST_SLOW_TIER="$tier" \
   SENTINEL_GUEST_SLOW_TIER_STATS="$out/plugin-stats.json" SENTINEL_GUEST_SLOW_TIER_OPTS="cpi=$cpi" \
   SENTINEL_GUEST_TIMEOUT="${SENTINEL_GUEST_TIMEOUT:-36000}" \
-  "$root/scripts/numa-guest.sh" bash "$here/guest_matrix.sh" "$out" "$workloads" "$placements" "$steps"
+  "$root/scripts/numa-guest.sh" bash "$here/guest_matrix.sh" "$out" "$workloads" "$placements" "$steps" "$build"
 echo "guest matrix took $(( $(date +%s) - start )) s" | tee "$out/elapsed.txt"
 /usr/bin/python3 "$here/table.py" "$out" | tee "$out/table.md"

@@ -8,7 +8,7 @@
     print(step["virtual_ns"], step["slow_read_misses"])
 
 The counters are machine-wide (all vCPUs, kernel and user); take differences around the region of
-interest. Loads libsentinel_slowtier.so from $SENTINEL_SLOWTIER_LIB (set by scripts/numa-guest.sh
+interest. Loads libsentinel_slowtier.so from $SENTINEL_GUEST_SLOWTIER_LIB (set by scripts/numa-guest.sh
 when SENTINEL_GUEST_SLOW_TIER is on) or the repository's build/lib. docs/slow-tier-emulator.md.
 """
 import ctypes
@@ -31,7 +31,7 @@ class Counters(ctypes.Structure):
 
 
 def _default_lib():
-    env = os.environ.get("SENTINEL_SLOWTIER_LIB")
+    env = os.environ.get("SENTINEL_GUEST_SLOWTIER_LIB")
     if env:
         return env
     here = os.path.dirname(os.path.abspath(__file__))

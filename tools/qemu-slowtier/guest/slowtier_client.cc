@@ -26,8 +26,11 @@ uint64_t fresh_seq() {
   return (static_cast<uint64_t>(getpid()) << 40) ^ (g_seq.fetch_add(1, std::memory_order_relaxed) + 1);
 }
 
-// The marker and the store must be adjacent instructions: one asm statement keeps them so.
-inline void marked_store(volatile uint64_t* slot, uint64_t value) {
+// The marker and the store must be adjacent instructions in one translation block: one asm
+// statement keeps them adjacent, and a function of its own aligned to 64 bytes keeps them at the
+// start of a block (a call ends the caller's block) and off any page boundary, where TCG would
+// end the block between them.
+__attribute__((noinline, aligned(64))) void marked_store(volatile uint64_t* slot, uint64_t value) {
   asm volatile(
       ".byte 0x66, 0x0f, 0x1f, 0x84, 0x00, 0x53, 0x4e, 0x54, 0x4c\n\t"
       "movq %1, (%0)"

@@ -29,6 +29,12 @@ Environment:
   SENTINEL_GUEST_PASS_ENV  extra variable names to pass into the guest (space separated)
   SENTINEL_GUEST_KERNEL_PKG  Debian kernel package to use (default: what linux-image-amd64 names)
   SENTINEL_GUEST_VERBOSE   1: print the guest's console log afterwards
+  SENTINEL_GUEST_SLOW_TIER off|optane|cxl|dram|optane-2m|cxl-2m|FILE: load the slow-tier QEMU plugin,
+                           which counts misses per node and keeps a virtual clock (default off;
+                           docs/slow-tier-emulator.md)
+  SENTINEL_GUEST_SLOW_TIER_STATS  host path of the plugin's JSON counters, written when the guest stops
+  SENTINEL_GUEST_SLOW_TIER_OPTS   more plugin keys, comma separated (e.g. cpi=0.8,cache_kb=4096)
+  SENTINEL_BUILD_DIR       build tree holding the plugin and sentinel-slowtier (default: ./build of the repo)
 Passed through: PWD (working dir), PATH, HOME, LANG, LC_*, TZ, LD_PRELOAD, LD_LIBRARY_PATH,
 PYTHONPATH, OMP_NUM_THREADS, SENTINEL_*, MEMKIND_*, GTEST_*. Inside, SENTINEL_IN_GUEST=1.
 EOF
@@ -51,12 +57,33 @@ node1_mb="${SENTINEL_GUEST_NODE1_MB:-2048}"
 cpus="${SENTINEL_GUEST_CPUS:-2}"
 distance="${SENTINEL_GUEST_DISTANCE:-30}"
 hmat="${SENTINEL_GUEST_HMAT:-1}"
+slow_tier="${SENTINEL_GUEST_SLOW_TIER:-off}"
+slow_stats="${SENTINEL_GUEST_SLOW_TIER_STATS:-}"
+slow_opts="${SENTINEL_GUEST_SLOW_TIER_OPTS:-}"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build_dir="${SENTINEL_BUILD_DIR:-$root/build}"
 for v in timeout_s node0_mb node1_mb cpus distance; do
   [[ "${!v}" =~ ^[0-9]+$ ]] || die "$v must be a number, got '${!v}'"
 done
 (( node0_mb >= 256 )) || die "SENTINEL_GUEST_NODE0_MB must be at least 256"
 (( node1_mb >= 64 )) || die "SENTINEL_GUEST_NODE1_MB must be at least 64"
 (( cpus >= 1 )) || die "SENTINEL_GUEST_CPUS must be at least 1"
+case "$slow_tier" in
+  off) ;;
+  optane|cxl|dram|optane-2m|cxl-2m) ;;
+  *) [[ -f "$slow_tier" ]] || die "SENTINEL_GUEST_SLOW_TIER: '$slow_tier' is neither off, a preset (optane, cxl, dram, optane-2m, cxl-2m) nor a file"
+     slow_tier="$(cd "$(dirname "$slow_tier")" && pwd -P)/$(basename "$slow_tier")" ;;
+esac
+if [[ "$slow_tier" != off ]]; then
+  slow_plugin="$build_dir/lib/libsentinel_qemu_slowtier.so"
+  slow_tool="$build_dir/bin/sentinel-slowtier"
+  [[ -f "$slow_plugin" && -x "$slow_tool" ]] || die "slow tier: $slow_plugin or $slow_tool missing (build first; SENTINEL_BUILD_DIR)"
+  [[ -z "$slow_opts" || "$slow_opts" =~ ^[a-z0-9_]+=[^,]+(,[a-z0-9_]+=[^,]+)*$ ]] || die "SENTINEL_GUEST_SLOW_TIER_OPTS: expected key=value,key=value, got '$slow_opts'"
+  if [[ -n "$slow_stats" ]]; then
+    slow_stats="$(cd "$(dirname "$slow_stats")" 2>/dev/null && pwd -P)/$(basename "$slow_stats")" || die "SENTINEL_GUEST_SLOW_TIER_STATS: no directory for $slow_stats"
+    rm -f "$slow_stats"
+  fi
+fi
 command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 missing (scripts/install-deps.sh)"
 busybox_bin="$(command -v busybox || true)"
 [[ -n "$busybox_bin" ]] || die "busybox missing (busybox-static)"
@@ -198,9 +225,11 @@ if (( prepare_only )); then log "ready: $kdir/vmlinuz $initrd"; exit 0; fi
 # --- the run share: the command script in, stdout/stderr/rc out ---------------------------------
 run="$(mktemp -d "${TMPDIR:-/tmp}/sentinel-guest.XXXXXX")"
 qpid=""
+ram_files=()
 cleanup() {
   if [[ -n "$qpid" ]]; then kill "$qpid" 2>/dev/null || true; fi
   rm -rf "$run"
+  if (( ${#ram_files[@]} )); then rm -f "${ram_files[@]}"; fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -217,13 +246,35 @@ trap 'exit 130' INT TERM
     [[ -n "${!name+x}" ]] && printf 'export %s=%q\n' "$name" "${!name}"
   done
   echo 'export SENTINEL_IN_GUEST=1'
+  if [[ "$slow_tier" != off ]]; then
+    printf 'export SENTINEL_GUEST_SLOW_TIER=%q SENTINEL_GUEST_SLOWTIER_LIB=%q\n' "$slow_tier" "$build_dir/lib/libsentinel_slowtier.so"
+    # The plugin's node layout must hold before any figure is trusted (docs/slow-tier-emulator.md).
+    printf '%q check || { echo "numa-guest: slow-tier layout check failed" >&2; exit 125; }\n' "$slow_tool"
+  fi
   printf 'cd %q || { echo "numa-guest: no directory %s in the guest" >&2; exit 125; }\n' "$PWD" "$PWD"
   printf 'exec'; printf ' %q' "$@"; printf '\n'
 } >"$run/run.sh"
 
-qemu=(qemu-system-x86_64 -accel tcg -cpu max -smp "$cpus" -m "$((node0_mb + node1_mb))M"
-  -object "memory-backend-ram,size=${node0_mb}M,id=m0"
-  -object "memory-backend-ram,size=${node1_mb}M,id=m1"
+qemu=(qemu-system-x86_64 -accel tcg -cpu max -smp "$cpus" -m "$((node0_mb + node1_mb))M")
+if [[ "$slow_tier" == off ]]; then
+  qemu+=(-object "memory-backend-ram,size=${node0_mb}M,id=m0"
+    -object "memory-backend-ram,size=${node1_mb}M,id=m1")
+else
+  # The guest RAM lives in shared files that the plugin maps too, so that it can answer mailbox
+  # reads by writing into guest memory. No VGA: its video RAM block would land in node 1's range.
+  shm="${SENTINEL_GUEST_SHM:-/dev/shm}/sentinel-guest.$$.$RANDOM"
+  ram_files=("$shm-m0" "$shm-m1")
+  truncate -s "${node0_mb}M" "$shm-m0" && truncate -s "${node1_mb}M" "$shm-m1" || die "cannot create $shm-m0/m1"
+  esc() { printf '%s' "${1//,/,,}"; }
+  plugin_args="file=$(esc "$slow_plugin"),tier=$(esc "$slow_tier"),node0_mb=$node0_mb,node1_mb=$node1_mb"
+  plugin_args+=",node0_file=$(esc "$shm-m0"),node1_file=$(esc "$shm-m1")"
+  [[ -n "$slow_stats" ]] && plugin_args+=",stats=$(esc "$slow_stats")"
+  [[ -n "$slow_opts" ]] && plugin_args+=",$slow_opts"
+  qemu+=(-object "memory-backend-file,size=${node0_mb}M,id=m0,mem-path=$shm-m0,share=on"
+    -object "memory-backend-file,size=${node1_mb}M,id=m1,mem-path=$shm-m1,share=on"
+    -vga none -plugin "$plugin_args")
+fi
+qemu+=(
   -numa "node,nodeid=0,cpus=0-$((cpus - 1)),memdev=m0"
   -numa "node,nodeid=1,memdev=m1,initiator=0"
   -numa "dist,src=0,dst=1,val=$distance")
@@ -263,6 +314,9 @@ wait "$t1" "$t2" 2>/dev/null || true
 
 if [[ "${SENTINEL_GUEST_VERBOSE:-0}" == 1 ]]; then
   log "console:"; sed 's/\r$//' "$run/console.log" >&2 || true
+fi
+if [[ -n "$slow_stats" && ! -f "$slow_stats" ]]; then
+  log "slow tier: no statistics were written to $slow_stats"
 fi
 if [[ -f "$run/rc" ]]; then
   exit "$(cat "$run/rc")"

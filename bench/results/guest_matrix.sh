@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# guest_matrix.sh OUT_DIR WORKLOADS PLACEMENTS STEPS BUILD_DIR: runs inside the guest (bench/results/run.sh).
+# Static placements (membind, interleave, memtier) run all workloads in one process, one after the
+# other; Sentinel's placements run one process per workload, because a percentage budget follows the
+# largest step peak the process has seen. Each workload writes OUT_DIR/<workload>.<placement>.json;
+# a failed process leaves OUT_DIR/<placement>.<workloads>.err and the matrix goes on.
+set -uo pipefail
+out="$1"; workloads="$2"; placements="$3"; steps="$4"; build="$5"
+here="$(cd "$(dirname "$0")" && pwd)"
+memtier=/usr/lib/x86_64-linux-gnu/libmemtier.so
+# Automatic NUMA balancing would move pages behind every policy's back: off for all cells.
+echo 0 >/proc/sys/kernel/numa_balancing 2>/dev/null || true
+export OMP_NUM_THREADS=1
+
+run_cell() {  # run_cell PLACEMENT WORKLOADS ENV... -- PREFIX...
+  local p="$1" ws="$2"; shift 2
+  local envs=() pre=()
+  while [[ $# -gt 0 && "$1" != -- ]]; do envs+=("$1"); shift; done
+  shift
+  pre=("$@")
+  echo "== $p: $ws" >&2
+  local start err="$out/$p.$ws.err"
+  start=$(date +%s)
+  # SENTINEL_BUILD_DIR (the host side's) would only make the preloaded runtime warn.
+  env -u SENTINEL_BUILD_DIR "${envs[@]}" "${pre[@]}" /usr/bin/python3 "$here/guest_step.py" --workloads "$ws" \
+    --placement "$p" --steps "$steps" --out-dir "$out" 2>"$err" || echo "   exit status $? (see $err)" >&2
+  echo "   $(( $(date +%s) - start )) s" >&2
+  [[ -s "$err" ]] || rm -f "$err"
+}
+
+sentinel=(LD_PRELOAD="$build/lib/libsentinel.so")
+for p in ${placements//,/ }; do
+  case "$p" in
+    all-fast) run_cell "$p" "$workloads" -- numactl --membind=0 ;;
+    all-slow) run_cell "$p" "$workloads" -- numactl --membind=1 ;;
+    interleave) run_cell "$p" "$workloads" -- numactl --interleave=0,1 ;;
+    memtier-20) run_cell "$p" "$workloads" LD_PRELOAD="$memtier" MEMKIND_DAX_KMEM_NODES=1 \
+                  "MEMKIND_MEM_TIERS=KIND:DRAM,RATIO:1;KIND:KMEM_DAX,RATIO:4;POLICY:STATIC_RATIO" -- ;;
+    memtier-50) run_cell "$p" "$workloads" LD_PRELOAD="$memtier" MEMKIND_DAX_KMEM_NODES=1 \
+                  "MEMKIND_MEM_TIERS=KIND:DRAM,RATIO:1;KIND:KMEM_DAX,RATIO:1;POLICY:STATIC_RATIO" -- ;;
+    first-touch-*|managed-*)
+      # managed-*: the hook for Sentinel's managed mode (lead's branch), same budget rule.
+      mode=track; [[ "$p" == managed-* ]] && mode=managed
+      for w in ${workloads//,/ }; do
+        run_cell "$p" "$w" "${sentinel[@]}" SENTINEL_MODE="$mode" SENTINEL_FAST_BUDGET="${p##*-}%" --
+      done ;;
+    *) echo "guest_matrix: unknown placement $p" >&2 ;;
+  esac
+done

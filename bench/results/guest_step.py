@@ -1,0 +1,111 @@
+#!/usr/bin/python3
+"""PyTorch training workloads, with the slow-tier counters read at every step boundary.
+
+Runs in the two-node guest with SENTINEL_GUEST_SLOW_TIER on (bench/results/run.sh starts it under
+each placement); on the host (--host) it only measures the step time, for the CPI calibration.
+Several workloads run one after the other in one process (import torch takes minutes in the guest);
+each writes OUT_DIR/<workload>.<placement>.json: per step the virtual time, instructions, misses per
+node, pages migrated by the kernel (/proc/vmstat pgmigrate_success), host seconds and the loss.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+from types import SimpleNamespace
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(REPO, "scripts"))
+sys.path.insert(0, os.path.join(REPO, "tools", "qemu-slowtier"))
+
+# Small enough that a guest step takes seconds under TCG (compute runs ~3000x slower there), large
+# enough that parameters and optimizer state exceed the plugin's 2 MiB cache model.
+WORKLOADS = {
+    "mlp": dict(model="mlp", batch=8, width=384, depth=3, features=384, optimizer="sgd"),
+    "mlp-adam": dict(model="mlp", batch=8, width=384, depth=3, features=384, optimizer="adam"),
+    "cnn": dict(model="cnn", batch=4, channels=8, image=16, optimizer="sgd"),
+    "lstm": dict(model="lstm", batch=4, width=96, features=32, seq=8, optimizer="sgd"),
+    "transformer": dict(model="transformer", batch=4, width=64, depth=2, features=64, seq=8,
+                        optimizer="sgd"),
+}
+DEFAULTS = dict(batch=16, width=256, depth=2, features=64, classes=10, channels=8, image=16, seq=16)
+
+
+def pages_migrated():
+    try:
+        with open("/proc/vmstat") as f:
+            for line in f:
+                if line.startswith("pgmigrate_success "):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--workloads", required=True, help="comma separated: " + ",".join(sorted(WORKLOADS)))
+    p.add_argument("--steps", type=int, default=4)
+    p.add_argument("--placement", default="unnamed")
+    p.add_argument("--host", action="store_true", help="no slow-tier counters (host calibration run)")
+    p.add_argument("--out-dir", required=True)
+    args = p.parse_args()
+    names = args.workloads.split(",")
+    for name in names:
+        if name not in WORKLOADS:
+            p.error(f"unknown workload {name}")
+
+    meter = None
+    if not args.host:
+        from slowtier import SlowTier
+        meter = SlowTier()
+    for name in names:
+        run_workload(name, args, meter)
+
+
+def run_workload(name, args, meter):
+
+    import torch
+    import torch.nn as nn
+    import train
+
+    torch.set_num_threads(1)
+    torch.manual_seed(1234)
+    spec = dict(DEFAULTS, **WORKLOADS[name])
+    model, shape = train.build(SimpleNamespace(**spec))
+    if spec["optimizer"] == "sgd":
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    else:
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    loss_fn = nn.CrossEntropyLoss()
+    gen = torch.Generator().manual_seed(1235)
+
+    steps = []
+    for step in range(args.steps):
+        before = meter.read() if meter else None
+        migrated0 = pages_migrated()
+        t0 = time.perf_counter()
+        x = torch.randn(shape, generator=gen)
+        y = torch.randint(0, spec["classes"], (spec["batch"],), generator=gen)
+        opt.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        value = loss.item()
+        host_s = time.perf_counter() - t0
+        record = {"step": step, "host_s": host_s, "loss": value.hex(),
+                  "pages_migrated": pages_migrated() - migrated0}
+        if meter:
+            record.update(meter.delta(before, meter.read()))
+        steps.append(record)
+        print(f"{name} {args.placement} step {step}: host {host_s:.2f} s"
+              + (f", virtual {record['virtual_ns'] / 1e6:.2f} ms, slow misses "
+                 f"{record['slow_read_misses'] + record['slow_write_misses']}" if meter else ""),
+              flush=True)
+    with open(os.path.join(args.out_dir, f"{name}.{args.placement}.json"), "w") as f:
+        json.dump({"workload": name, "placement": args.placement, "spec": spec,
+                   "steps": steps}, f)
+
+
+if __name__ == "__main__":
+    main()

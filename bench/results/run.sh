@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# bench/results/run.sh [options] OUT_DIR
+#
+# The results matrix (docs/results.md): PyTorch training workloads in the two-node guest with the
+# slow-tier plugin on, under several placements, one guest boot for the whole matrix. Per cell the
+# JSON of bench/results/guest_step.py lands in OUT_DIR; OUT_DIR/table.md is the summary. Each
+# workload also runs once on the host (one thread) for the all-fast calibration column.
+#   --tier T          optane | cxl | FILE (default optane)
+#   --workloads LIST  comma separated, from guest_step.py (default mlp,mlp-adam,cnn,lstm,transformer)
+#   --placements LIST all-fast,all-slow,first-touch-20,first-touch-50,memtier-20,memtier-50,
+#                     interleave,managed-20,managed-50 (default: all but managed-*)
+#   --steps N         steps per cell; the first is warm-up, the rest are steady (default 6)
+#   --cpi X           plugin CPI (default 1.0; see the calibration column)
+# Time: import torch takes 2-4 minutes in the guest with the plugin, so each guest process costs that
+# once; static placements run all workloads in one process, Sentinel's one process per workload.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+tier=optane
+workloads=mlp,mlp-adam,cnn,lstm,transformer
+placements=all-fast,all-slow,first-touch-20,first-touch-50,memtier-20,memtier-50,interleave
+steps=6
+cpi=1.0
+while (( $# > 1 )); do
+  case "$1" in
+    --tier) tier="$2"; shift 2 ;;
+    --workloads) workloads="$2"; shift 2 ;;
+    --placements) placements="$2"; shift 2 ;;
+    --steps) steps="$2"; shift 2 ;;
+    --cpi) cpi="$2"; shift 2 ;;
+    *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+[[ $# == 1 ]] || { sed -n '2,16p' "$0" >&2; exit 2; }
+out="$1"
+mkdir -p "$out"
+out="$(cd "$out" && pwd -P)"
+build="${SENTINEL_BUILD_DIR:-$root/build}"
+[[ -f "$build/lib/libsentinel.so" && -f "$build/lib/libsentinel_qemu_slowtier.so" ]] || {
+  echo "run.sh: build first (scripts/build.sh); looked in $build" >&2; exit 2; }
+
+echo "== host calibration runs (one thread)"
+OMP_NUM_THREADS=1 /usr/bin/python3 "$here/guest_step.py" --host --workloads "$workloads" \
+  --steps "$steps" --placement host --out-dir "$out"
+
+echo "== guest matrix ($tier)"
+start=$(date +%s)
+SENTINEL_BUILD_DIR="$build" SENTINEL_GUEST_RW="$out" SENTINEL_GUEST_SLOW_TIER="$tier" \
+  SENTINEL_GUEST_SLOW_TIER_STATS="$out/plugin-stats.json" SENTINEL_GUEST_SLOW_TIER_OPTS="cpi=$cpi" \
+  SENTINEL_GUEST_TIMEOUT="${SENTINEL_GUEST_TIMEOUT:-36000}" \
+  "$root/scripts/numa-guest.sh" bash "$here/guest_matrix.sh" "$out" "$workloads" "$placements" "$steps" "$build"
+echo "guest matrix took $(( $(date +%s) - start )) s" | tee "$out/elapsed.txt"
+/usr/bin/python3 "$here/table.py" "$out" | tee "$out/table.md"

@@ -1,0 +1,88 @@
+#!/usr/bin/python3
+"""table.py OUT_DIR: the results table (markdown) from bench/results/run.sh's cell files.
+
+Per cell, medians over the steady steps (all but the first): slow-node misses per step (loads and
+store misses), bytes the kernel migrated per step, and the virtual step time as a ratio to the
+workload's all-fast cell. Cells that were not run are left blank, never estimated.
+"""
+import glob
+import json
+import os
+import statistics
+import sys
+
+ORDER = ["all-fast", "all-slow", "first-touch-20", "memtier-20", "managed-20",
+         "first-touch-50", "memtier-50", "interleave", "managed-50"]
+
+
+def steady(cell, key):
+    vals = [s[key] for s in cell["steps"][1:]] or [s[key] for s in cell["steps"]]
+    return statistics.median(vals)
+
+
+def slow_misses(s):
+    return s["slow_read_misses"] + s["slow_write_misses"]
+
+
+def main():
+    out = sys.argv[1]
+    cells = {}
+    for path in glob.glob(os.path.join(out, "*.json")):
+        if os.path.basename(path) == "plugin-stats.json":
+            continue
+        with open(path) as f:
+            c = json.load(f)
+        for s in c["steps"]:
+            if "slow_read_misses" in s:
+                s["slow_misses"] = slow_misses(s)
+                s["migrated_bytes"] = s["pages_migrated"] * 4096
+        cells[(c["workload"], c["placement"])] = c
+    params = {}
+    stats_path = os.path.join(out, "plugin-stats.json")
+    if os.path.exists(stats_path):
+        with open(stats_path) as f:
+            params = json.load(f).get("parameters", {})
+    workloads = sorted({w for w, _ in cells})
+    placements = [p for p in ORDER if any((w, p) in cells for w in workloads)]
+    print(f"Tier: {params.get('tier_description', '?')}; cpi {params.get('cpi', '?')} at "
+          f"{params.get('freq_ghz', '?')} GHz; cache model {params.get('cache_bytes', 0) // 1024} KiB "
+          f"{params.get('cache_ways', '?')}-way. Times are EMULATED (the plugin's virtual clock).\n")
+    print("Per cell: virtual step time / all-fast, slow-node misses per step, MB migrated per step "
+          "(medians of the steady steps).\n")
+    print("| workload | " + " | ".join(placements) + " |")
+    print("|---|" + "---|" * len(placements))
+    for w in workloads:
+        base = cells.get((w, "all-fast"))
+        row = []
+        for p in placements:
+            c = cells.get((w, p))
+            if c is None or "virtual_ns" not in c["steps"][0]:
+                row.append("not run")
+                continue
+            v = steady(c, "virtual_ns")
+            ratio = f"{v / steady(base, 'virtual_ns'):.2f}x" if base else "?"
+            row.append(f"{ratio}, {steady(c, 'slow_misses'):.0f}, "
+                       f"{steady(c, 'migrated_bytes') / 1e6:.1f}")
+        print(f"| {w} | " + " | ".join(row) + " |")
+    print("\nCalibration: the all-fast virtual step against the host's measured step (one thread).\n")
+    print("| workload | host step ms | virtual all-fast ms | virtual/host | instructions/step "
+          "| fast misses/step | CPI that matches the host |")
+    print("|---|---|---|---|---|---|---|")
+    for w in workloads:
+        host, base = cells.get((w, "host")), cells.get((w, "all-fast"))
+        if not host or not base:
+            continue
+        h = steady(host, "host_s") * 1e9
+        v = steady(base, "virtual_ns")
+        insns = steady(base, "instructions")
+        fast = steady(base, "fast_read_misses") + steady(base, "fast_write_misses")
+        cpi, ghz = float(params.get("cpi", 1)), float(params.get("freq_ghz", 3))
+        compute = insns * cpi / ghz
+        memory = v - compute  # the rest of the virtual time: miss latency or transfer
+        match = (h - memory) / insns * ghz if h > memory and insns else float("nan")
+        print(f"| {w} | {h / 1e6:.1f} | {v / 1e6:.1f} | {v / h:.2f} | {insns:.3g} | {fast:.3g} "
+              f"| {match:.2f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,82 @@
+#include "virtual_clock.h"
+
+#include <gtest/gtest.h>
+
+#include "node_map.h"
+
+namespace sentinel::slowtier {
+namespace {
+
+ClockParams params() {
+  ClockParams p;
+  p.cpi = 1.0;
+  p.freq_ghz = 2.0;
+  p.mlp = 4.0;
+  p.line_bytes = 64;
+  p.node[0] = NodeTiming{80, 64, 32};
+  p.node[1] = NodeTiming{320, 16, 8};
+  return p;
+}
+
+TEST(VirtualClock, ComputeOnlyEpochIsInstructionsTimesCpiOverFrequency) {
+  EpochCounts c;
+  c.instructions = 1000;
+  EXPECT_DOUBLE_EQ(epoch_ns(c, params()), 500.0);
+}
+
+TEST(VirtualClock, LatencyBoundEpochAddsMissLatencyOverMlp) {
+  EpochCounts c;
+  c.instructions = 1000;
+  c.misses[0] = 4;
+  c.misses[1] = 4;
+  EXPECT_DOUBLE_EQ(epoch_ns(c, params()), 500.0 + 4 * 80 / 4.0 + 4 * 320 / 4.0);
+}
+
+TEST(VirtualClock, BandwidthBoundEpochIsTheSlowestNodesTransfer) {
+  EpochCounts c;
+  c.instructions = 10;
+  c.misses[1] = 100;       // 6400 B at 16 B/ns = 400 ns; latency term 100*320/4 = 8000 ns
+  c.writebacks[1] = 1000;  // 64000 B at 8 B/ns = 8000 ns
+  double transfer = 6400 / 16.0 + 64000 / 8.0;
+  double latency = 5 + 100 * 320 / 4.0;
+  EXPECT_DOUBLE_EQ(epoch_ns(c, params()), std::max(transfer, latency));
+  c.writebacks[1] = 10000;
+  EXPECT_DOUBLE_EQ(epoch_ns(c, params()), 6400 / 16.0 + 640000 / 8.0);
+}
+
+TEST(VirtualClock, SlowNodeMissesCostMoreThanFastOnes) {
+  EpochCounts fast, slow;
+  fast.instructions = slow.instructions = 5000;
+  fast.misses[0] = slow.misses[1] = 500;
+  EXPECT_GT(epoch_ns(slow, params()), epoch_ns(fast, params()));
+}
+
+TEST(VirtualClock, ClosingEpochsAccumulatesAndCatchUpNeverGoesBack) {
+  VirtualClock clock(params());
+  clock.add_instructions(2000);
+  clock.add_miss(1);
+  clock.close_epoch();
+  double t1 = clock.now_ns();
+  EXPECT_DOUBLE_EQ(t1, 1000 + 80.0);
+  EXPECT_EQ(clock.open_instructions(), 0u);
+  clock.close_epoch();  // empty epoch: no time
+  EXPECT_DOUBLE_EQ(clock.now_ns(), t1);
+  clock.advance_to(t1 - 10);
+  EXPECT_DOUBLE_EQ(clock.now_ns(), t1);
+  clock.advance_to(t1 + 10);
+  EXPECT_DOUBLE_EQ(clock.now_ns(), t1 + 10);
+}
+
+TEST(NodeMap, Qemu72LayoutPutsNode1AtTwiceNode0) {
+  NodeMap m = NodeMap::qemu72_layout(2048ull << 20, 1024ull << 20);
+  EXPECT_EQ(m.node_of(0), Node::kFast);
+  EXPECT_EQ(m.node_of((2048ull << 20) - 1), Node::kFast);
+  EXPECT_EQ(m.node_of(2048ull << 20), Node::kOther);  // the gap between the two
+  EXPECT_EQ(m.node_of(4096ull << 20), Node::kSlow);
+  EXPECT_EQ(m.backend_offset((4096ull << 20) + 4096), 4096u);
+  EXPECT_EQ(m.node_of((5120ull << 20) - 1), Node::kSlow);
+  EXPECT_EQ(m.node_of(5120ull << 20), Node::kOther);
+}
+
+}  // namespace
+}  // namespace sentinel::slowtier

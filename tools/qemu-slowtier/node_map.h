@@ -1,0 +1,47 @@
+// Which NUMA node of the two-node guest a RAM access belongs to, from the value QEMU 7.2's
+// qemu_plugin_hwaddr_phys_addr returns. In 7.2 that value is the RAM block's offset plus the memory
+// region's offset in its container, not the guest physical address: with `-numa ...,memdev=m0/m1`
+// node 0 (N0 bytes) appears as [0, N0) and node 1 (N1 bytes) as [2*N0, 2*N0 + N1), whatever the
+// guest sees. The plugin assumes this layout and verifies it on every mailbox request (the mailbox
+// page's cookie must be found at the offset the layout predicts; docs/slow-tier-emulator.md).
+//
+// Thread safety: immutable after construction.
+#pragma once
+
+#include <cstdint>
+
+namespace sentinel::slowtier {
+
+enum class Node : int { kFast = 0, kSlow = 1, kOther = 2 };
+
+class NodeMap {
+ public:
+  NodeMap(uint64_t node0_bytes, uint64_t node1_base, uint64_t node1_bytes)
+      : node0_bytes_(node0_bytes), node1_base_(node1_base), node1_bytes_(node1_bytes) {}
+  // The 7.2 layout for memory backends m0 and m1 created in that order.
+  static NodeMap qemu72_layout(uint64_t node0_bytes, uint64_t node1_bytes) {
+    return NodeMap(node0_bytes, 2 * node0_bytes, node1_bytes);
+  }
+
+  Node node_of(uint64_t ram_addr) const {
+    if (ram_addr < node0_bytes_) return Node::kFast;
+    if (ram_addr - node1_base_ < node1_bytes_ && ram_addr >= node1_base_) return Node::kSlow;
+    return Node::kOther;
+  }
+  // Offset of ram_addr inside its node's memory backend (its backing file).
+  // REQUIRES: node_of(ram_addr) != Node::kOther.
+  uint64_t backend_offset(uint64_t ram_addr) const {
+    return ram_addr < node0_bytes_ ? ram_addr : ram_addr - node1_base_;
+  }
+
+  uint64_t node0_bytes() const { return node0_bytes_; }
+  uint64_t node1_base() const { return node1_base_; }
+  uint64_t node1_bytes() const { return node1_bytes_; }
+
+ private:
+  uint64_t node0_bytes_;
+  uint64_t node1_base_;
+  uint64_t node1_bytes_;
+};
+
+}  // namespace sentinel::slowtier

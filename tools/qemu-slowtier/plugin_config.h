@@ -1,0 +1,47 @@
+// The slow-tier plugin's parameters, parsed from QEMU's `-plugin file=...,key=value,...` arguments.
+// The memory tiers come from the same presets and file format as `sentinel replay`'s tier models
+// (src/plan/tier_model.h): tier=optane|cxl|dram|optane-2m|cxl-2m|FILE.
+//
+// Keys: tier (required), stats (JSON written at exit), node0_mb, node1_mb (required), node1_base_mb
+// (default 2 * node0_mb, QEMU 7.2's layout), node0_file, node1_file (the memory backends' files,
+// needed to answer mailbox reads), cpi (1.0), freq_ghz (3.0), cache_kb (2048), cache_ways (8),
+// epoch_insns (10000), delay_ns (0: host nanoseconds spun per slow-node miss beyond a fast one).
+//
+// Thread safety: plain values and pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "plan/tier_model.h"
+#include "virtual_clock.h"
+
+namespace sentinel::slowtier {
+
+struct PluginConfig {
+  std::string tier_spec;
+  MemorySystem tier;
+  std::string stats_path;
+  uint64_t node0_bytes = 0;
+  uint64_t node1_bytes = 0;
+  uint64_t node1_base = 0;
+  std::string node0_file;
+  std::string node1_file;
+  double cpi = 1.0;
+  double freq_ghz = 3.0;
+  uint64_t cache_bytes = 2048 * 1024;
+  uint32_t cache_ways = 8;
+  uint64_t epoch_instructions = 10000;
+  double delay_ns = 0;
+};
+
+// Parses "key=value" strings. Returns false with a message naming the key on any error.
+bool parse_plugin_args(int argc, const char* const* argv, PluginConfig* out, std::string* error);
+
+// The virtual clock's parameters: latencies, bandwidths, mlp and line size of the tier model.
+ClockParams clock_params(const PluginConfig& c);
+
+// The parameters as JSON object members (no braces), for the stats file.
+std::string parameters_json(const PluginConfig& c);
+
+}  // namespace sentinel::slowtier

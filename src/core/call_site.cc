@@ -1,5 +1,7 @@
 #include "core/call_site.h"
 
+#include <sched.h>
+
 #include <dlfcn.h>
 #include <link.h>
 #define UNW_LOCAL_ONLY
@@ -80,8 +82,31 @@ void CallSiteHasher::skip_module_of(const void* address_in_module) noexcept {
   own_hi_ = search.hi;
 }
 
+namespace {
+
+// Counts a capture in progress for the fork handshake (seq_cst against fork_prepare's flag and wait).
+class UnwindGuard {
+ public:
+  UnwindGuard(std::atomic<uint32_t>& count, const std::atomic<bool>& forking) noexcept : count_(count) {
+    count_.fetch_add(1, std::memory_order_seq_cst);
+    allowed_ = !forking.load(std::memory_order_seq_cst);
+  }
+  ~UnwindGuard() { count_.fetch_sub(1, std::memory_order_release); }
+  UnwindGuard(const UnwindGuard&) = delete;
+  UnwindGuard& operator=(const UnwindGuard&) = delete;
+  bool allowed() const noexcept { return allowed_; }
+
+ private:
+  std::atomic<uint32_t>& count_;
+  bool allowed_ = false;
+};
+
+}  // namespace
+
 uint64_t CallSiteHasher::capture(uint32_t depth, uint32_t skip) noexcept {
   constexpr uint32_t kMaxOwn = 8;
+  UnwindGuard guard(unwinding_, forking_);
+  if (!guard.allowed()) return 0;  // a fork is being prepared: no unwind may be in progress across it
   void* frames[kMaxDepth + kMaxOwn];
   if (depth > kMaxDepth) depth = kMaxDepth;
   if (skip > kMaxOwn) skip = kMaxOwn;
@@ -94,6 +119,24 @@ uint64_t CallSiteHasher::capture(uint32_t depth, uint32_t skip) noexcept {
   if (n <= first) return 0;
   const int count = n - first < static_cast<int>(depth) ? n - first : static_cast<int>(depth);
   return hash_frames(frames + first, count);
+}
+
+void CallSiteHasher::fork_prepare() noexcept {
+  // Captures started from now on return at once; those in progress (which may take lock_) finish first.
+  forking_.store(true, std::memory_order_seq_cst);
+  while (unwinding_.load(std::memory_order_seq_cst) != 0) sched_yield();
+  lock_.lock();
+}
+
+void CallSiteHasher::fork_parent() noexcept {
+  lock_.unlock();
+  forking_.store(false, std::memory_order_release);
+}
+
+void CallSiteHasher::fork_child() noexcept {
+  lock_.reset_after_fork();
+  unwinding_.store(0, std::memory_order_relaxed);  // only the forking thread survives
+  forking_.store(false, std::memory_order_release);
 }
 
 }  // namespace sentinel

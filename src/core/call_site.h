@@ -9,6 +9,7 @@
 // (libunwind's local unwinder uses its own mmap-backed pools).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 #include "core/spin_lock.h"
@@ -37,10 +38,12 @@ class CallSiteHasher {
 
   uint64_t cache_misses() const noexcept { return misses_; }
 
-  // fork(): hold the lock across fork so the child never inherits it taken.
-  void fork_prepare() noexcept { lock_.lock(); }
-  void fork_parent() noexcept { lock_.unlock(); }
-  void fork_child() noexcept { lock_.reset_after_fork(); }
+  // fork(): no unwind may be in progress when the process forks (libunwind's own locks would be inherited
+  // taken, and the child's first object allocation would hang in unw_backtrace), and the cache lock is
+  // held across it. While a fork is being prepared, capture() returns 0 at once instead of unwinding.
+  void fork_prepare() noexcept;
+  void fork_parent() noexcept;
+  void fork_child() noexcept;
 
  private:
   static constexpr uint32_t kCacheSize = 4096;  // power of two
@@ -53,6 +56,8 @@ class CallSiteHasher {
   uintptr_t own_hi_ = 0;
   Entry cache_[kCacheSize] = {};
   uint64_t misses_ = 0;
+  std::atomic<uint32_t> unwinding_{0};  // captures in progress
+  std::atomic<bool> forking_{false};
 };
 
 }  // namespace sentinel

@@ -35,6 +35,7 @@ BirthWant BirthTable::lookup(uint64_t tag) const noexcept {
 BirthDecision BirthGate::decide(int64_t step, uint32_t event, uint32_t period, uint64_t tag) noexcept {
   BirthDecision d;
   const BirthTable* t = current();
+  if (step == deviated_step_ && event == 0) deviated_step_ = -1;  // the detector began the step again
   if (t == nullptr || step < t->first_step() || period != t->period() || step == deviated_step_) return d;
   const uint64_t expected = t->expected_tag(event);
   tag = plan_tag(tag, expected);

@@ -38,6 +38,12 @@ void PlanExecutor::begin_step(int64_t step, uint32_t period) {
   if (step_managed_) reconcile_persistent();
 }
 
+void PlanExecutor::restart_step(uint32_t period) {
+  waiting_.clear();
+  step_deviated_ = false;
+  step_managed_ = plan_ != nullptr && step_ >= first_step_ && period == plan_->period();
+}
+
 void PlanExecutor::end_step() {
   if (step_ < 0) return;
   if (step_managed_ && !step_deviated_) ++stats_.managed_steps;
@@ -131,8 +137,12 @@ void PlanExecutor::measure_fidelity(uint32_t phase) {
 
 void PlanExecutor::on_alloc(ObjectRef ref, uint64_t tag, uint64_t bytes, Tier tier, int64_t step, uint32_t event,
                             uint32_t period) {
+  // The detector may begin a step again under the same index (a false start, such as an evaluation batch
+  // allocated from the input's call-site, does not use up an index): event 0 again starts it over.
+  const bool restart = step >= 0 && step == step_ && event == 0 && phase_ > 0;
   phase_ = event;
   if (step >= 0 && step != step_) begin_step(step, period);
+  if (restart) restart_step(period);
   if (plan_ != nullptr && event < plan_->period()) tag = plan_tag(tag, plan_->expected_tag(event));
   Live o;
   o.ref = ref;

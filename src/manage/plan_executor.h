@@ -5,7 +5,9 @@
 // the runtime, a fake in tests) queues a move or refuses it.
 //
 // Rules:
-//  - Steps from `first_step` on are managed while the detector's period equals the plan's. A managed step
+//  - Steps from `first_step` on are managed while the detector's period equals the plan's. A step whose
+//    index comes back at event 0 (the detector's false start) starts over: what the false start did is
+//    neither a managed nor a fallback step. A managed step
 //    whose allocation at event k has another tag than the plan expects there leaves the plan: nothing more
 //    is issued in that step (a fallback step; births are first-touch, see BirthGate) and the next step
 //    starts over.
@@ -140,6 +142,7 @@ class PlanExecutor {
   };
 
   void begin_step(int64_t step, uint32_t period);
+  void restart_step(uint32_t period);
   void end_step();
   void reconcile_persistent();
   // Issues a move unless it is a no-op; a refusal waits in `waiting_` (behind anything already waiting).

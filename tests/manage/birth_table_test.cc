@@ -48,6 +48,12 @@ TEST_F(BirthTableTest, NothingBeforeTheFirstManagedStepOrUnderAnotherPeriod) {
   EXPECT_EQ(empty.decide(10, 0, 4, 0xa).want, BirthWant::kFirstTouch);
 }
 
+TEST_F(BirthTableTest, AStepBegunAgainUnderTheSameIndexIsPlannedAgain) {
+  EXPECT_TRUE(gate_.decide(11, 1, 4, 0xeeee).deviated_now);
+  EXPECT_EQ(gate_.decide(11, 0, 4, 0xa).want, BirthWant::kFast);
+  EXPECT_EQ(gate_.decide(11, 1, 4, 0xb).want, BirthWant::kSlow);
+}
+
 TEST_F(BirthTableTest, AnEventPastThePeriodIsADeviation) {
   const BirthDecision d = gate_.decide(10, 4, 4, 0xa);
   EXPECT_TRUE(d.deviated_now);

@@ -198,6 +198,25 @@ TEST_F(ExecutorTest, AStepLongerThanThePlanLeavesIt) {
   EXPECT_EQ(ex.stats().fallback_steps, 1u);
 }
 
+// A false start (an evaluation batch allocated from the input's call-site) keeps the step index; the real
+// step then begins at event 0 under that index and is managed from the start.
+TEST_F(ExecutorTest, AStepBegunAgainUnderTheSameIndexStartsOver) {
+  FakeSink sink(1 << 20);
+  PlanExecutor ex(&sink);
+  ex.start(compile(), 0);
+  ex.on_alloc(ObjectRef{10, 1}, kA, 4000, Tier::kFast, 0, 0, 4);
+  ex.on_alloc(ObjectRef{11, 1}, 0xe1, 2000, Tier::kFast, 0, 1, 4);  // not the step: deviates
+  EXPECT_TRUE(ex.step_deviated());
+  ex.on_free(ObjectRef{10, 1});
+  ex.on_free(ObjectRef{11, 1});
+  run_step(ex, sink, 0, 20, true);  // the real step, same index
+  EXPECT_FALSE(ex.step_deviated());
+  EXPECT_EQ(sink.issued.size(), 2u);
+  run_step(ex, sink, 1, 30, true);
+  EXPECT_EQ(ex.stats().managed_steps, 1u);
+  EXPECT_EQ(ex.stats().fallback_steps, 0u);
+}
+
 TEST_F(ExecutorTest, PersistentObjectsAreBroughtToTheirPlannedTierAtStepStart) {
   plan_.birth_tier[kW] = Tier::kSlow;
   FakeSink sink(1 << 20);

@@ -1,6 +1,7 @@
 #include "plan/replay_cli.h"
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "plan/plan_io.h"
 #include "plan/replay.h"
@@ -12,7 +13,8 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: sentinel replay PROFILE [--budget 20%|BYTES[K|M|G]] [--tier NAME|FILE] [--json]\n"
-    "                       [--sweep] [--write-plan FILE] [--timeline FILE] [--help]\n"
+    "                       [--sweep] [--write-plan FILE] [--timeline FILE] [--optimal]\n"
+    "                       [--time-limit S] [--optimal-max-cells N] [--help]\n"
     "Replays a step profile under every placement policy with a tier model and prints, per policy,\n"
     "the modeled step time, its ratio to all-DRAM, the DRAM peak, bytes migrated per step and late\n"
     "prefetches. Times are MODELED by the cost model (docs/tier-model.md), not measured.\n"
@@ -23,7 +25,11 @@ constexpr const char* kUsage =
     "  --sweep          budgets 5%..100%: sentinel and the best baseline per budget\n"
     "  --write-plan F   also write Sentinel's plan to F (docs/plan-format.md)\n"
     "  --timeline F     also replay the managed steps of an executed timeline (SENTINEL_TIMELINE,\n"
-    "                   docs/timeline-format.md) by the same model: what ran next to what was planned\n";
+    "                   docs/timeline-format.md) by the same model: what ran next to what was planned\n"
+    "  --optimal        add the row 'optimal': the plan a MILP solver (CBC) finds optimal for the\n"
+    "                   discretised cost model (docs/planner.md), with its status, bound and gap\n"
+    "  --time-limit S   the solver's time limit in seconds (default 10)\n"
+    "  --optimal-max-cells N  largest object x phase count given to the solver (default 20000)\n";
 
 bool load_profile(const std::string& spec, StepProfile* p, std::string* err) {
   const std::string prefix = "synthetic";
@@ -75,6 +81,19 @@ int run_replay(const std::vector<std::string>& args, std::string* out, std::stri
         *err = "replay: " + e + "\n";
         return 2;
       }
+    } else if (a == "--optimal") {
+      options.with_optimal = true;
+    } else if (a == "--time-limit" || a == "--optimal-max-cells") {
+      std::string v;
+      if (!value(&v)) return 2;
+      char* end = nullptr;
+      const double x = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || !(x > 0) || x > 1e9) {
+        *err = "replay: " + a + " needs a positive number, got '" + v + "'\n";
+        return 2;
+      }
+      if (a == "--time-limit") options.optimal.time_limit_s = x;
+      else options.optimal.max_cells = static_cast<uint64_t>(x);
     } else if (a == "--tier") {
       if (!value(&tier)) return 2;
     } else if (a == "--write-plan") {

@@ -69,6 +69,14 @@ bool plan_optimal(const ProfileIndex& index, const MemorySystem& mem, uint64_t b
     *out = std::move(res);
     return true;
   }
+  if (res.cells == 0) {  // nothing to decide: every object stays slow
+    res.solved = true;
+    res.status = MilpStatus::kOptimal;
+    res.bound_ns = res.step_ns;
+    res.message = "no object can be fast (none accessed and within the budget)";
+    *out = std::move(res);
+    return true;
+  }
 
   MilpProblem mp;
   const double qmax = static_cast<double>(index.step_ns());

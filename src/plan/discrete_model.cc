@@ -65,7 +65,7 @@ bool evaluate_discrete(const ProfileIndex& index, const MemorySystem& mem, uint6
   ev.state.h.assign(objs.size(), {});
   ev.state.f.assign(objs.size(), {});
   std::vector<Effective> effective;
-  std::vector<double> work(P, 0.0);
+  std::vector<double> work_pre(P, 0.0), work_ev(P, 0.0);
   for (uint32_t i = 0; i < objs.size(); ++i) {
     const ObjectView& o = objs[i];
     const uint32_t L = discrete_cells(index, o);
@@ -83,7 +83,7 @@ bool evaluate_discrete(const ProfileIndex& index, const MemorySystem& mem, uint6
         fast = want;
         ++changes;
         effective.push_back({i, t, kind});
-        work[k] += mem.migration_ns(static_cast<double>(o.size));
+        (want ? work_pre : work_ev)[k] += mem.migration_ns(static_cast<double>(o.size));
       }
       if (changes > 1) fail("several migrations of one object at event " + std::to_string(k));
       if (changes > 0 && t == 0 && !o.cyclic) fail("migration at the birth event " + std::to_string(k));
@@ -92,19 +92,21 @@ bool evaluate_discrete(const ProfileIndex& index, const MemorySystem& mem, uint6
     if (o.cyclic && L > 0 && (h[L - 1] != 0) != (plan.birth(o.tag) == Tier::kFast))
       fail("a persistent object ends the step on another tier than it starts");
   }
-  // Least periodic backlog of the FIFO channel at measured durations.
-  std::vector<double> q(P, 0.0);
+  // Least periodic backlog of the FIFO channel at measured durations: after the prefetches of each
+  // event (qpre) and after its evictions (q).
+  std::vector<double> qpre(P, 0.0), q(P, 0.0);
   const double qmax = static_cast<double>(index.step_ns());
   bool converged = P == 0;
   double carry = 0;
   for (int cycle = 0; cycle < 4 && !converged; ++cycle) {
-    const double before = q.empty() ? 0 : q[P - 1];
+    const double before = carry;
     for (uint32_t k = 0; k < P; ++k) {
-      const double prev = k == 0 ? carry - static_cast<double>(index.duration(P - 1)) : q[k - 1] - static_cast<double>(index.duration(k - 1));
-      q[k] = std::max(work[k], prev + work[k]);
+      const double prev = (k == 0 ? carry : q[k - 1]) - static_cast<double>(index.duration((k + P - 1) % P));
+      qpre[k] = std::max(work_pre[k], prev + work_pre[k]);
+      q[k] = qpre[k] + work_ev[k];
     }
     carry = q[P - 1];
-    converged = cycle > 0 && q[P - 1] == before;
+    converged = cycle > 0 && carry == before;
   }
   for (uint32_t k = 0; k < P; ++k)
     if (!converged || q[k] > qmax) {
@@ -115,13 +117,18 @@ bool evaluate_discrete(const ProfileIndex& index, const MemorySystem& mem, uint6
   for (uint32_t i = 0; i < objs.size(); ++i) ev.state.f[i] = ev.state.h[i];
   for (const Effective& e : effective) {
     const ObjectView& o = objs[e.obj];
-    const double backlog = q[cell_phase(index, o, e.cell)] + margin;
+    const uint32_t k = cell_phase(index, o, e.cell);
+    const double backlog = (e.kind == MoveKind::kPrefetch ? qpre[k] : q[k]) + margin;
     if (e.kind == MoveKind::kPrefetch) {
       const int64_t use = next_access_cell(index, o, e.cell);
       if (use < 0) fail("a prefetch is never followed by a use");
-      else if (backlog > static_cast<double>(cell_time(index, o, e.cell, static_cast<uint32_t>(use))))
+      else if (backlog > static_cast<double>(cell_time(index, o, e.cell, static_cast<uint32_t>(use))) &&
+               ev.feasible) {
+        ev.late_obj = static_cast<int64_t>(e.obj);
+        ev.late_cell = e.cell;
         fail("a prefetch completes after the next use (phase " +
              std::to_string(cell_phase(index, o, static_cast<uint32_t>(use))) + ")");
+      }
     } else {
       const uint32_t L = discrete_cells(index, o);
       const uint32_t end = o.cyclic ? e.cell + L : L;
@@ -141,7 +148,10 @@ bool evaluate_discrete(const ProfileIndex& index, const MemorySystem& mem, uint6
       if (ev.state.f[i][index.offset_of(o, k)]) resident += o.size;
     }
     ev.peak_bytes = std::max(ev.peak_bytes, resident);
-    if (resident > budget) fail("over budget in phase " + std::to_string(k));
+    if (resident > budget && ev.feasible) {
+      ev.over_budget_phase = static_cast<int64_t>(k);
+      fail("over budget in phase " + std::to_string(k));
+    }
     double reads = 0, writes = 0;
     for (const PhaseAccessRef& a : index.accesses_in(k)) {
       const ObjectView& o = objs[a.obj];
@@ -156,6 +166,58 @@ bool evaluate_discrete(const ProfileIndex& index, const MemorySystem& mem, uint6
     total += d + std::max(0.0, std::max(lat, bw));
   }
   ev.step_ns = total;
+  *out = std::move(ev);
+  return true;
+}
+
+namespace {
+
+// Clears the run of 1s of h around cell t (cyclic objects wrap); with t on a 0 (an eviction still
+// copying), the run before it.
+void drop_run(std::vector<uint8_t>* h, uint32_t t, bool cyclic) {
+  const uint32_t L = static_cast<uint32_t>(h->size());
+  auto step_back = [&](uint32_t c) -> int64_t { return c > 0 ? c - 1 : (cyclic ? L - 1 : -1); };
+  int64_t c = t;
+  for (uint32_t n = 0; c >= 0 && (*h)[c] == 0 && n < L; ++n) c = step_back(static_cast<uint32_t>(c));
+  if (c < 0 || (*h)[c] == 0) return;
+  const uint32_t at = static_cast<uint32_t>(c);
+  for (uint32_t n = 0, x = at; n < L && (*h)[x]; ++n, x = cyclic ? (x + 1) % L : x + 1) {
+    (*h)[x] = 0;
+    if (!cyclic && x + 1 >= L) break;
+  }
+  for (int64_t x = step_back(at); x >= 0 && (*h)[x]; x = step_back(static_cast<uint32_t>(x))) (*h)[x] = 0;
+}
+
+}  // namespace
+
+bool make_discrete_feasible(const ProfileIndex& index, const MemorySystem& mem, uint64_t budget,
+                            const Plan& plan, DiscreteEval* out, std::string* error) {
+  DiscreteEval ev;
+  if (!evaluate_discrete(index, mem, budget, plan, &ev, error)) return false;
+  const auto& objs = index.objects();
+  std::vector<std::vector<uint8_t>> h = ev.state.h;
+  for (size_t round = 0; round <= 4 * objs.size() * index.period() + 1; ++round) {
+    if (!evaluate_discrete(index, mem, budget, plan_from_discrete(index, h, plan.policy), &ev, error)) return false;
+    if (ev.feasible) break;
+    if (ev.late_obj >= 0) {
+      drop_run(&h[ev.late_obj], ev.late_cell, objs[ev.late_obj].cyclic);
+    } else if (ev.over_budget_phase >= 0) {
+      const uint32_t k = static_cast<uint32_t>(ev.over_budget_phase);
+      int64_t pick = -1;
+      for (uint32_t i = 0; i < objs.size(); ++i)
+        if (index.alive_at(objs[i], k) && ev.state.f[i][index.offset_of(objs[i], k)] &&
+            (pick < 0 || objs[i].size > objs[pick].size))
+          pick = i;
+      if (pick < 0) break;
+      drop_run(&h[pick], index.offset_of(objs[pick], k), objs[pick].cyclic);
+    } else {
+      break;
+    }
+  }
+  if (!ev.feasible) {  // all-slow is always feasible
+    for (auto& x : h) std::fill(x.begin(), x.end(), 0);
+    if (!evaluate_discrete(index, mem, budget, plan_from_discrete(index, h, plan.policy), &ev, error)) return false;
+  }
   *out = std::move(ev);
   return true;
 }

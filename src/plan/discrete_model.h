@@ -6,11 +6,14 @@
 //    A change of h at event k is a migration issued at event k: a prefetch (0 -> 1) or an eviction
 //    (1 -> 0). A non-persistent object is born on its tier (no migration at its birth event); a
 //    persistent object's state is periodic (the tier at the end of the step is the one at its start).
-//  - Channel: one FIFO at migration_bw with the measured phase durations. q(k) = work left on the
-//    channel right after event k's moves = max(W(k), q(k-1) - d(k-1) + W(k)), W(k) = copy time of the
-//    moves of event k, periodic over the step; q(k) <= the measured step time.
-//  - Every prefetch is complete before the object's next access: q(k) + margin <= time from event k
-//    to that phase (conservative: as if it were the last move of its event). So D has no stalls.
+//  - Channel: one FIFO at migration_bw with the measured phase durations; at every event the
+//    prefetches go first, then the evictions. qpre(k) = work left on the channel right after event
+//    k's prefetches = max(Wpre(k), q(k-1) - d(k-1) + Wpre(k)); q(k) = qpre(k) + Wev(k) after its
+//    evictions (W: copy times of the moves of that kind), periodic over the step; q(k) <= the
+//    measured step time.
+//  - Every prefetch is complete before the object's next access: qpre(k) + margin <= time from
+//    event k to that phase (conservative: as if it were the last prefetch of its event). So D has
+//    no stalls.
 //  - Occupancy: an object counts against the budget in phase m when h(i,m) = 1 or an eviction of it
 //    issued at event k is still copying at event m: q(k) + margin > time from event k to event m
 //    (again as if last in its event). Sum of sizes <= budget in every phase.
@@ -56,11 +59,23 @@ struct DiscreteEval {
   double step_ns = 0;     // D time of the plan (feasible or not)
   uint64_t peak_bytes = 0;
   DiscreteState state;
+  // The first violation, when it is one of these (else -1): a prefetch of object late_obj issued at
+  // cell late_cell completes after the next use; residency above budget in over_budget_phase.
+  int64_t late_obj = -1;
+  uint32_t late_cell = 0;
+  int64_t over_budget_phase = -1;
 };
 
 // Scores a plan in D. Returns false (with *error) only when the plan does not fit the profile.
 bool evaluate_discrete(const ProfileIndex& index, const MemorySystem& mem, uint64_t budget, const Plan& plan,
                        DiscreteEval* out, std::string* error);
+
+// A D-feasible state near the plan's: its D state with migrations at birth events folded into the
+// birth tier and net-zero moves removed, then, while infeasible, the fast run of the object whose
+// prefetch is late (or of the largest object occupying the phase over budget) dropped; all-slow at
+// worst. Dropping a run removes work from the channel and occupancy, so the loop ends.
+bool make_discrete_feasible(const ProfileIndex& index, const MemorySystem& mem, uint64_t budget,
+                            const Plan& plan, DiscreteEval* out, std::string* error);
 
 // The plan whose D state is `h`: birth tiers, and at every event the prefetches (most urgent first)
 // followed by the evictions.

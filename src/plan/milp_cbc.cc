@@ -59,6 +59,7 @@ MilpResult solve_milp(const MilpProblem& p, const MilpOptions& options) {
     if (p.integer[j]) Cbc_setInteger(model, j);
   Cbc_setLogLevel(model, 0);
   Cbc_setMaximumSeconds(model, std::max(0.01, options.time_limit_s));
+  Cbc_setParameter(model, "timeMode", "elapsed");  // the limit is wall time, not CPU time
   Cbc_setAllowableGap(model, 0);
   Cbc_setAllowableFractionGap(model, 0);
   Cbc_setAllowablePercentageGap(model, 0);

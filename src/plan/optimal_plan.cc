@@ -15,16 +15,12 @@ struct ObjCols {
   std::vector<int> h, f, u, w, rho;  // per cell; u/w = -1 where no such move exists
 };
 
-// The D state of a plan with the objects left out of the programme kept slow (fewer moves on the
-// channel and less occupancy, so a D-feasible plan stays D-feasible).
+// A D-feasible state near the plan's (make_discrete_feasible) with the objects left out of the
+// programme kept slow (fewer moves on the channel and less occupancy: it stays D-feasible).
 bool project(const ProfileIndex& index, const MemorySystem& mem, uint64_t budget, const Plan& plan,
              const std::vector<ObjCols>& cols, DiscreteEval* out, std::string* error) {
   DiscreteEval ev;
-  if (!evaluate_discrete(index, mem, budget, plan, &ev, error)) return false;
-  if (!ev.feasible) {
-    *out = std::move(ev);
-    return true;
-  }
+  if (!make_discrete_feasible(index, mem, budget, plan, &ev, error)) return false;
   for (size_t i = 0; i < cols.size(); ++i)
     if (!cols[i].included) std::fill(ev.state.h[i].begin(), ev.state.h[i].end(), 0);
   return evaluate_discrete(index, mem, budget, plan_from_discrete(index, ev.state.h, plan.policy), out, error);
@@ -82,12 +78,13 @@ bool plan_optimal(const ProfileIndex& index, const MemorySystem& mem, uint64_t b
   const double qmax = static_cast<double>(index.step_ns());
   const double margin = discrete_margin_ns(index);
   const double R = qmax + margin;
-  std::vector<int> q(P), e(P);
+  std::vector<int> qpre(P), q(P), e(P);
   for (uint32_t k = 0; k < P; ++k) {
+    qpre[k] = mp.add_col(0, qmax / kUnit, 0, false);
     q[k] = mp.add_col(0, qmax / kUnit, 0, false);
     e[k] = mp.add_col(0, MilpProblem::kInf, 1, false);
   }
-  std::vector<std::vector<std::pair<int, double>>> work(P);  // copy-time terms of W(k)
+  std::vector<std::vector<std::pair<int, double>>> work_pre(P), work_ev(P);  // copy-time terms
   for (uint32_t i = 0; i < objs.size(); ++i) {
     if (!oc[i].included) continue;
     const ObjectView& o = objs[i];
@@ -117,8 +114,8 @@ bool plan_optimal(const ProfileIndex& index, const MemorySystem& mem, uint64_t b
       if (use >= 0 && copy + margin <= lead) {
         c.u[t] = mp.add_col(0, 1, 0, false);
         mp.add_row({{c.u[t], 1}, {c.h[t], -1}, {c.h[prev], 1}}, 0, MilpProblem::kInf);
-        mp.add_row({{q[k], 1}, {c.u[t], qmax / kUnit}}, -MilpProblem::kInf, (lead - margin + qmax) / kUnit);
-        work[k].push_back({c.u[t], copy / kUnit});
+        mp.add_row({{qpre[k], 1}, {c.u[t], qmax / kUnit}}, -MilpProblem::kInf, (lead - margin + qmax) / kUnit);
+        work_pre[k].push_back({c.u[t], copy / kUnit});
       } else {
         mp.add_row({{c.h[t], 1}, {c.h[prev], -1}}, -MilpProblem::kInf, 0);
       }
@@ -126,7 +123,7 @@ bool plan_optimal(const ProfileIndex& index, const MemorySystem& mem, uint64_t b
       c.w[t] = mp.add_col(0, 1, 0, false);
       mp.add_row({{c.w[t], 1}, {c.h[prev], -1}, {c.h[t], 1}}, 0, MilpProblem::kInf);
       mp.add_row({{c.rho[t], 1}, {q[k], -1}, {c.w[t], -R / kUnit}}, (margin - R) / kUnit, MilpProblem::kInf);
-      work[k].push_back({c.w[t], copy / kUnit});
+      work_ev[k].push_back({c.w[t], copy / kUnit});
       const uint32_t end = o.cyclic ? t + L : L;
       for (uint32_t t2 = t; t2 < end && copy + margin > static_cast<double>(cell_time(index, o, t, t2)); ++t2)
         mp.add_row({{c.f[t2 % L], 1}, {c.w[t], -1}}, 0, MilpProblem::kInf);
@@ -138,19 +135,17 @@ bool plan_optimal(const ProfileIndex& index, const MemorySystem& mem, uint64_t b
       mp.add_row({{c.rho[t], 1}, {c.rho[prev], -1}}, -d_prev / kUnit, MilpProblem::kInf);
     }
   }
-  // The FIFO channel.
+  // The FIFO channel: prefetches of an event first, then its evictions.
   for (uint32_t k = 0; k < P; ++k) {
-    std::vector<std::pair<int, double>> row{{q[k], 1}};
-    for (const auto& [col, cost] : work[k]) row.push_back({col, -cost});
+    std::vector<std::pair<int, double>> row{{qpre[k], 1}};
+    for (const auto& [col, cost] : work_pre[k]) row.push_back({col, -cost});
     mp.add_row(row, 0, MilpProblem::kInf);
-    if (P > 1) {
-      const uint32_t pk = (k + P - 1) % P;
-      row.push_back({q[pk], -1});
-      mp.add_row(row, -static_cast<double>(index.duration(pk)) / kUnit, MilpProblem::kInf);
-    } else {
-      row.erase(row.begin());
-      mp.add_row(row, -static_cast<double>(index.duration(0)) / kUnit, MilpProblem::kInf);
-    }
+    const uint32_t pk = (k + P - 1) % P;
+    row.push_back({q[pk], -1});
+    mp.add_row(row, -static_cast<double>(index.duration(pk)) / kUnit, MilpProblem::kInf);
+    std::vector<std::pair<int, double>> after{{q[k], 1}, {qpre[k], -1}};
+    for (const auto& [col, cost] : work_ev[k]) after.push_back({col, -cost});
+    mp.add_row(after, 0, MilpProblem::kInf);
   }
   // Budget and the cost of every phase.
   const double lat_delta = std::max(0.0, mem.slow.latency_ns - mem.fast.latency_ns) / mem.mlp;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "plan/cost_model.h"
+#include "plan/lower_bound.h"
 #include "plan/timeline.h"
 
 namespace sentinel {
@@ -41,6 +42,7 @@ nlohmann::json row_json(const ReplayRow& r) {
     j["solver_bound_ns"] = r.solver_bound_ns;
     j["solver_gap"] = r.solver_gap;
     j["solver_seconds"] = r.solver_seconds;
+    j["lower_bound_ns"] = r.lower_bound_ns;
   }
   return j;
 }
@@ -151,6 +153,9 @@ bool replay_policies(const ProfileIndex& index, const MemorySystem& mem, const R
     row.solver_gap = opt.gap;
     row.solver_seconds = opt.seconds;
     row.message = optimal_message(opt);
+    LowerBound lb;
+    lower_bound(index, mem, budget, &lb);
+    row.lower_bound_ns = lb.step_ns;
     rows->push_back(row);
   }
   for (ReplayRow& row : *rows) row.ratio = dram_ns > 0 ? row.step_ns / dram_ns : 1.0;
@@ -221,6 +226,13 @@ std::string format_rows_table(const std::vector<ReplayRow>& rows) {
   out << "(step times are modeled by the cost model, not measured; see docs/tier-model.md)\n";
   for (const ReplayRow& r : rows)
     if (!r.message.empty()) out << r.policy << ": " << r.message << "\n";
+  for (const ReplayRow& r : rows)
+    if (r.lower_bound_ns > 0) {
+      char lb[160];
+      std::snprintf(lb, sizeof lb, "lower bound of any policy within the budget: %.3f ms (%.4f x all-DRAM)\n",
+                    r.lower_bound_ns / 1e6, r.step_ns > 0 ? r.lower_bound_ns * r.ratio / r.step_ns : 0.0);
+      out << lb;
+    }
   return out.str();
 }
 

@@ -37,6 +37,7 @@ struct ReplayRow {
   double solver_bound_ns = 0;
   double solver_gap = 0;
   double solver_seconds = 0;
+  double lower_bound_ns = 0;    // the cost model's lower bound for this budget (lower_bound.h)
 };
 
 struct ReplayOptions {

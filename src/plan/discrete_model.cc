@@ -122,10 +122,8 @@ bool evaluate_discrete(const ProfileIndex& index, const MemorySystem& mem, uint6
     if (e.kind == MoveKind::kPrefetch) {
       const int64_t use = next_access_cell(index, o, e.cell);
       if (use < 0) fail("a prefetch is never followed by a use");
-      else if (backlog > static_cast<double>(cell_time(index, o, e.cell, static_cast<uint32_t>(use))) &&
-               ev.feasible) {
-        ev.late_obj = static_cast<int64_t>(e.obj);
-        ev.late_cell = e.cell;
+      else if (backlog > static_cast<double>(cell_time(index, o, e.cell, static_cast<uint32_t>(use)))) {
+        ev.late.push_back({e.obj, e.cell});
         fail("a prefetch completes after the next use (phase " +
              std::to_string(cell_phase(index, o, static_cast<uint32_t>(use))) + ")");
       }
@@ -140,16 +138,14 @@ bool evaluate_discrete(const ProfileIndex& index, const MemorySystem& mem, uint6
   }
   const double lat_delta = std::max(0.0, mem.slow.latency_ns - mem.fast.latency_ns) / mem.mlp;
   double total = 0;
+  std::vector<uint64_t> resident(P, 0);
+  for (uint32_t i = 0; i < objs.size(); ++i)
+    for (uint32_t t = 0; t < ev.state.f[i].size(); ++t)
+      if (ev.state.f[i][t]) resident[cell_phase(index, objs[i], t)] += objs[i].size;
   for (uint32_t k = 0; k < P; ++k) {
-    uint64_t resident = 0;
-    for (uint32_t i = 0; i < objs.size(); ++i) {
-      const ObjectView& o = objs[i];
-      if (!index.alive_at(o, k)) continue;
-      if (ev.state.f[i][index.offset_of(o, k)]) resident += o.size;
-    }
-    ev.peak_bytes = std::max(ev.peak_bytes, resident);
-    if (resident > budget && ev.feasible) {
-      ev.over_budget_phase = static_cast<int64_t>(k);
+    ev.peak_bytes = std::max(ev.peak_bytes, resident[k]);
+    if (resident[k] > budget) {
+      ev.over_budget_phases.push_back(k);
       fail("over budget in phase " + std::to_string(k));
     }
     double reads = 0, writes = 0;
@@ -176,7 +172,10 @@ namespace {
 // copying), the run before it.
 void drop_run(std::vector<uint8_t>* h, uint32_t t, bool cyclic) {
   const uint32_t L = static_cast<uint32_t>(h->size());
-  auto step_back = [&](uint32_t c) -> int64_t { return c > 0 ? c - 1 : (cyclic ? L - 1 : -1); };
+  auto step_back = [&](uint32_t c) -> int64_t {
+    if (c > 0) return static_cast<int64_t>(c) - 1;
+    return cyclic ? static_cast<int64_t>(L) - 1 : -1;
+  };
   int64_t c = t;
   for (uint32_t n = 0; c >= 0 && (*h)[c] == 0 && n < L; ++n) c = step_back(static_cast<uint32_t>(c));
   if (c < 0 || (*h)[c] == 0) return;
@@ -199,17 +198,21 @@ bool make_discrete_feasible(const ProfileIndex& index, const MemorySystem& mem, 
   for (size_t round = 0; round <= 4 * objs.size() * index.period() + 1; ++round) {
     if (!evaluate_discrete(index, mem, budget, plan_from_discrete(index, h, plan.policy), &ev, error)) return false;
     if (ev.feasible) break;
-    if (ev.late_obj >= 0) {
-      drop_run(&h[ev.late_obj], ev.late_cell, objs[ev.late_obj].cyclic);
-    } else if (ev.over_budget_phase >= 0) {
-      const uint32_t k = static_cast<uint32_t>(ev.over_budget_phase);
-      int64_t pick = -1;
-      for (uint32_t i = 0; i < objs.size(); ++i)
-        if (index.alive_at(objs[i], k) && ev.state.f[i][index.offset_of(objs[i], k)] &&
-            (pick < 0 || objs[i].size > objs[pick].size))
-          pick = i;
-      if (pick < 0) break;
-      drop_run(&h[pick], index.offset_of(objs[pick], k), objs[pick].cyclic);
+    if (!ev.late.empty()) {
+      for (const auto& [i, cell] : ev.late)
+        if (h[i][cell]) drop_run(&h[i], cell, objs[i].cyclic);  // else dropped with an earlier one
+    } else if (!ev.over_budget_phases.empty()) {
+      std::vector<uint8_t> touched(objs.size(), 0);  // one run per object and round: f is stale after
+      for (uint32_t k : ev.over_budget_phases) {
+        int64_t pick = -1;
+        for (uint32_t i = 0; i < objs.size(); ++i)
+          if (index.alive_at(objs[i], k) && ev.state.f[i][index.offset_of(objs[i], k)] &&
+              (pick < 0 || objs[i].size > objs[pick].size))
+            pick = i;
+        if (pick < 0 || touched[pick]) continue;
+        touched[pick] = 1;
+        drop_run(&h[pick], index.offset_of(objs[pick], k), objs[pick].cyclic);
+      }
     } else {
       break;
     }

@@ -59,11 +59,10 @@ struct DiscreteEval {
   double step_ns = 0;     // D time of the plan (feasible or not)
   uint64_t peak_bytes = 0;
   DiscreteState state;
-  // The first violation, when it is one of these (else -1): a prefetch of object late_obj issued at
-  // cell late_cell completes after the next use; residency above budget in over_budget_phase.
-  int64_t late_obj = -1;
-  uint32_t late_cell = 0;
-  int64_t over_budget_phase = -1;
+  // Violations that make_discrete_feasible repairs: prefetches (object, cell) that complete after
+  // the next use, and phases with residency above the budget.
+  std::vector<std::pair<uint32_t, uint32_t>> late;
+  std::vector<uint32_t> over_budget_phases;
 };
 
 // Scores a plan in D. Returns false (with *error) only when the plan does not fit the profile.

@@ -10,13 +10,14 @@ limit=${1:-60}
 shift || true
 profiles=("$@")
 if [ ${#profiles[@]} -eq 0 ]; then profiles=(profiles/*.json); fi
-[ -x build/bin/sentinel ] || bash scripts/build.sh >/dev/null
+bin=${SENTINEL_BIN:-build/bin/sentinel}
+[ -x "$bin" ] || bash scripts/build.sh >/dev/null
 echo "| profile | tier | budget | sentinel | optimal | solver | best baseline | lower bound | gap closed | sentinel vs optimal |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
 for p in "${profiles[@]}"; do
   for tier in optane cxl-x8; do
     for b in 10 20 50; do
-      build/bin/sentinel replay "$p" --tier "$tier" --budget "$b%" --json --optimal --time-limit "$limit" \
+      "$bin" replay "$p" --tier "$tier" --budget "$b%" --json --optimal --time-limit "$limit" \
           --optimal-max-cells 40000 |
         /usr/bin/python3 -c '
 import json, sys

@@ -185,6 +185,11 @@ bool plan_optimal(const ProfileIndex& index, const MemorySystem& mem, uint64_t b
     }
   }
   MilpResult mr = solve_milp(mp, mo);
+  if (mr.status == MilpStatus::kInfeasible) {
+    // All-slow satisfies every row, so a claim of infeasibility is the solver's numerical failure.
+    mr.status = MilpStatus::kError;
+    mr.message = "CBC declared the programme infeasible although all-slow is feasible: numerical trouble";
+  }
   res.status = mr.status;
   res.seconds = mr.seconds;
   res.solver = mr.solver;

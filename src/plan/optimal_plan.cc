@@ -194,7 +194,9 @@ bool plan_optimal(const ProfileIndex& index, const MemorySystem& mem, uint64_t b
   res.seconds = mr.seconds;
   res.solver = mr.solver;
   const double base = static_cast<double>(index.step_ns());
-  if (std::isfinite(mr.bound) && mr.bound > -1e30) res.bound_ns = base + std::max(0.0, mr.bound) * kUnit;
+  const bool searched = mr.status == MilpStatus::kOptimal || mr.status == MilpStatus::kFeasible ||
+                        mr.status == MilpStatus::kNoSolution;  // else the solver's bound means nothing
+  if (searched && std::isfinite(mr.bound) && mr.bound > -1e30 && mr.bound < 1e30) res.bound_ns = base + std::max(0.0, mr.bound) * kUnit;
   if (mr.status == MilpStatus::kOptimal || mr.status == MilpStatus::kFeasible) {
     std::vector<std::vector<uint8_t>> h(objs.size());
     for (uint32_t i = 0; i < objs.size(); ++i) {
@@ -226,7 +228,8 @@ bool plan_optimal(const ProfileIndex& index, const MemorySystem& mem, uint64_t b
     res.bound_ns = std::min(res.bound_ns, res.step_ns);
     res.gap = 0;
   } else if (res.step_ns > 0 && res.bound_ns > 0) {
-    res.gap = std::max(0.0, (res.step_ns - res.bound_ns) / res.step_ns);
+    res.bound_ns = std::min(res.bound_ns, res.step_ns);  // within the solver's tolerances
+    res.gap = (res.step_ns - res.bound_ns) / res.step_ns;
   }
   res.plan.policy = "optimal";
   *out = std::move(res);

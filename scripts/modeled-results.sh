@@ -17,8 +17,12 @@ echo "|---|---|---|---|---|---|---|---|---|---|"
 for p in "${profiles[@]}"; do
   for tier in optane cxl-x8; do
     for b in 10 20 50; do
-      "$bin" replay "$p" --tier "$tier" --budget "$b%" --json --optimal --time-limit "$limit" \
-          --optimal-max-cells 40000 |
+      if ! out=$("$bin" replay "$p" --tier "$tier" --budget "$b%" --json --optimal --time-limit "$limit" \
+          --optimal-max-cells 40000); then
+        echo "| $(basename "$p" .json) | $tier | $b% | replay failed (exit $?) |"
+        continue
+      fi
+      printf '%s' "$out" |
         /usr/bin/python3 -c '
 import json, sys
 rows = {r["policy"]: r for r in json.load(sys.stdin)}
@@ -28,10 +32,13 @@ gap = best["step_time_ns"] - d["step_time_ns"]
 closed = (best["step_time_ns"] - s["step_time_ns"]) / gap if gap > 1e-9 else 1.0
 st = o["solver_status"]
 if st == "best-found": st += " (gap %.1f%%)" % (100 * o["solver_gap"])
-print("| %s | %s | %s%% | %.3f | %.3f | %s | %.3f (%s) | %.3f | %.0f%% | %+.1f%% |" % (
+solved = st.startswith("optimal") or st.startswith("best-found")
+opt = "%.3f" % o["step_time_ratio"] if solved else "—"
+vs = "%+.1f%%" % (100 * (s["step_time_ns"] / o["step_time_ns"] - 1)) if solved else "—"
+print("| %s | %s | %s%% | %.3f | %s | %s | %.3f (%s) | %.3f | %.0f%% | %s |" % (
     sys.argv[1].split("/")[-1].replace(".json", ""), sys.argv[2], sys.argv[3], s["step_time_ratio"],
-    o["step_time_ratio"], st, best["step_time_ratio"], best["policy"], o["lower_bound_ns"] / d["step_time_ns"],
-    100 * closed, 100 * (s["step_time_ns"] / o["step_time_ns"] - 1)))
+    opt, st, best["step_time_ratio"], best["policy"], o["lower_bound_ns"] / d["step_time_ns"],
+    100 * closed, vs))
 ' "$p" "$tier" "$b"
     done
   done

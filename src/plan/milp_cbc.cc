@@ -60,6 +60,9 @@ MilpResult solve_milp(const MilpProblem& p, const MilpOptions& options) {
   Cbc_setLogLevel(model, 0);
   Cbc_setMaximumSeconds(model, std::max(0.01, options.time_limit_s));
   Cbc_setParameter(model, "timeMode", "elapsed");  // the limit is wall time, not CPU time
+  // CBC 2.10's preprocessing (CglPreProcess) crashes in postProcess on some of these programmes when
+  // the time limit ends the search, and has declared feasible ones infeasible: leave it off.
+  Cbc_setParameter(model, "preprocess", "off");
   Cbc_setAllowableGap(model, 0);
   Cbc_setAllowableFractionGap(model, 0);
   Cbc_setAllowablePercentageGap(model, 0);

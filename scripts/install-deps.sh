@@ -12,6 +12,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev
   libunwind-dev
+  # The exact MILP reference of `sentinel replay --optimal` (src/plan/milp_cbc.cc).
+  coinor-libcbc-dev
   clang libclang-rt-14-dev
   python3-torch libopenblas0-pthread
   # Installing and packaging: man pages from --help, the .deb (dpkg-shlibdeps), man for its test.

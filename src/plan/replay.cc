@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "plan/cost_model.h"
+#include "plan/lower_bound.h"
 #include "plan/timeline.h"
 
 namespace sentinel {
@@ -22,7 +23,7 @@ std::string mib(uint64_t b) {
 }
 
 nlohmann::json row_json(const ReplayRow& r) {
-  return {{"policy", r.policy},
+  nlohmann::json j = {{"policy", r.policy},
           {"step_time_ns", r.step_ns},
           {"step_time_ratio", r.ratio},
           {"budget_bytes", r.budget_bytes},
@@ -35,6 +36,54 @@ nlohmann::json row_json(const ReplayRow& r) {
           {"budget_insufficient", r.budget_insufficient},
           {"message", r.message},
           {"modeled", true}};
+  if (!r.solver_status.empty()) {
+    j["solver_status"] = r.solver_status;
+    j["discrete_step_time_ns"] = r.discrete_step_ns;
+    j["solver_bound_ns"] = r.solver_bound_ns;
+    j["solver_gap"] = r.solver_gap;
+    j["solver_seconds"] = r.solver_seconds;
+    j["lower_bound_ns"] = r.lower_bound_ns;
+  }
+  return j;
+}
+
+bool simulate_row(const ProfileIndex& index, const MemorySystem& mem, const ReplayOptions& options,
+                  const Plan& plan, uint64_t budget, ReplayRow* row, std::string* error) {
+  SimOptions so;
+  so.steps = options.steps;
+  so.budget_bytes = budget;
+  SimResult r;
+  if (!simulate_plan(index, plan, mem, so, &r, error)) return false;
+  row->step_ns = r.step_ns;
+  row->budget_bytes = budget;
+  row->dram_peak_bytes = r.dram_peak_bytes;
+  row->migrated_bytes = r.migrated_bytes;
+  row->late_prefetches = r.late_prefetches;
+  row->budget_violations = r.budget_violations;
+  row->stall_ns = r.stall_ns;
+  row->slow_extra_ns = r.slow_extra_ns;
+  row->budget_insufficient = plan.summary.budget_insufficient;
+  row->message = plan.summary.message;
+  return true;
+}
+
+std::string optimal_message(const OptimalResult& o) {
+  char buf[400];
+  if (o.too_large) return o.message + "; the row shows the best start plan (" + o.start_policy + ")";
+  if (o.status == MilpStatus::kOptimal) {
+    std::snprintf(buf, sizeof buf,
+                  "proved optimal for the discretised model (docs/planner.md) in %.1f s (%s, %" PRIu64
+                  " cells); its step there %.3f ms",
+                  o.seconds, o.solver.c_str(), o.cells, o.step_ns / 1e6);
+  } else if (o.status == MilpStatus::kFeasible) {
+    std::snprintf(buf, sizeof buf,
+                  "best found at the time limit (%.1f s, %s, %" PRIu64
+                  " cells): step in the discretised model %.3f ms, its optimum >= %.3f ms (gap %.1f%%)",
+                  o.seconds, o.solver.c_str(), o.cells, o.step_ns / 1e6, o.bound_ns / 1e6, 100 * o.gap);
+  } else {
+    return o.message;
+  }
+  return std::string(buf) + (o.message.empty() ? "" : "; " + o.message);
 }
 
 }  // namespace
@@ -76,27 +125,37 @@ bool replay_policies(const ProfileIndex& index, const MemorySystem& mem, const R
                      std::vector<ReplayRow>* rows, std::string* error) {
   rows->clear();
   double dram_ns = 0;
+  std::vector<Plan> starts;  // the budgeted policies' plans: start points of the exact reference
   for (Policy p : all_policies()) {
     Plan plan;
     if (!make_plan(p, index, mem, options.planner, &plan, error, options.reactive)) return false;
-    SimOptions so;
-    so.steps = options.steps;
-    so.budget_bytes = plan.summary.budget_bytes;
-    SimResult r;
-    if (!simulate_plan(index, plan, mem, so, &r, error)) return false;
     ReplayRow row;
+    if (!simulate_row(index, mem, options, plan, plan.summary.budget_bytes, &row, error)) return false;
     row.policy = policy_name(p);
-    row.step_ns = r.step_ns;
-    row.budget_bytes = plan.summary.budget_bytes;
-    row.dram_peak_bytes = r.dram_peak_bytes;
-    row.migrated_bytes = r.migrated_bytes;
-    row.late_prefetches = r.late_prefetches;
-    row.budget_violations = p == Policy::kAllDram ? 0 : r.budget_violations;
-    row.stall_ns = r.stall_ns;
-    row.slow_extra_ns = r.slow_extra_ns;
-    row.budget_insufficient = plan.summary.budget_insufficient;
-    row.message = plan.summary.message;
-    if (p == Policy::kAllDram) dram_ns = r.step_ns;
+    if (p == Policy::kAllDram) {
+      row.budget_violations = 0;
+      dram_ns = row.step_ns;
+    } else {
+      starts.push_back(std::move(plan));
+    }
+    rows->push_back(row);
+  }
+  if (options.with_optimal) {
+    const uint64_t budget = resolve_budget(options.planner, index);
+    OptimalResult opt;
+    if (!plan_optimal(index, mem, budget, options.optimal, starts, &opt, error)) return false;
+    ReplayRow row;
+    if (!simulate_row(index, mem, options, opt.plan, budget, &row, error)) return false;
+    row.policy = "optimal";
+    row.solver_status = opt.too_large ? "too-large" : milp_status_name(opt.status);
+    row.discrete_step_ns = opt.step_ns;
+    row.solver_bound_ns = opt.bound_ns;
+    row.solver_gap = opt.gap;
+    row.solver_seconds = opt.seconds;
+    row.message = optimal_message(opt);
+    LowerBound lb;
+    lower_bound(index, mem, budget, &lb);
+    row.lower_bound_ns = lb.step_ns;
     rows->push_back(row);
   }
   for (ReplayRow& row : *rows) row.ratio = dram_ns > 0 ? row.step_ns / dram_ns : 1.0;
@@ -153,15 +212,27 @@ std::string format_rows_table(const std::vector<ReplayRow>& rows) {
                 "dram_peak_MiB", "migr_MiB/step", "late", "notes");
   out << line;
   for (const ReplayRow& r : rows) {
+    std::string note = r.budget_violations ? "BUDGET EXCEEDED" : (r.budget_insufficient ? "budget insufficient" : "");
+    if (!r.solver_status.empty()) {
+      char gap[64] = "";
+      if (r.solver_status == "best-found") std::snprintf(gap, sizeof gap, " gap %.1f%%", 100 * r.solver_gap);
+      note += (note.empty() ? "" : ", ") + r.solver_status + gap;
+    }
     std::snprintf(line, sizeof line, "%-13s %14.3f %8.4f %13s %13s %6u %s\n", r.policy.c_str(),
                   r.step_ns / 1e6, r.ratio, mib(r.dram_peak_bytes).c_str(), mib(r.migrated_bytes).c_str(),
-                  r.late_prefetches,
-                  r.budget_violations ? "BUDGET EXCEEDED" : (r.budget_insufficient ? "budget insufficient" : ""));
+                  r.late_prefetches, note.c_str());
     out << line;
   }
   out << "(step times are modeled by the cost model, not measured; see docs/tier-model.md)\n";
   for (const ReplayRow& r : rows)
     if (!r.message.empty()) out << r.policy << ": " << r.message << "\n";
+  for (const ReplayRow& r : rows)
+    if (r.lower_bound_ns > 0) {
+      char lb[160];
+      std::snprintf(lb, sizeof lb, "lower bound of any policy within the budget: %.3f ms (%.4f x all-DRAM)\n",
+                    r.lower_bound_ns / 1e6, r.step_ns > 0 ? r.lower_bound_ns * r.ratio / r.step_ns : 0.0);
+      out << lb;
+    }
   return out.str();
 }
 

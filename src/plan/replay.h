@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "plan/baselines.h"
+#include "plan/optimal_plan.h"
 #include "plan/planner.h"
 #include "plan/profile_index.h"
 #include "plan/tier_model.h"
@@ -28,15 +29,26 @@ struct ReplayRow {
   double slow_extra_ns = 0;
   bool budget_insufficient = false;
   std::string message;
+  // Row "optimal" only (optimal_plan.h): the solver's status ("optimal", "best-found", "too-large",
+  // ...), the plan's step time in the discretised model D, the proven lower bound on D's optimum
+  // (0: none), the relative gap between the two and the solver's wall time.
+  std::string solver_status;
+  double discrete_step_ns = 0;
+  double solver_bound_ns = 0;
+  double solver_gap = 0;
+  double solver_seconds = 0;
+  double lower_bound_ns = 0;    // the cost model's lower bound for this budget (lower_bound.h)
 };
 
 struct ReplayOptions {
   PlannerConfig planner;        // its budget applies to every policy
   ReactiveConfig reactive;
   uint32_t steps = 3;           // steps replayed by the cost model
+  bool with_optimal = false;    // add the row "optimal" (the exact reference, optimal_plan.h)
+  OptimalConfig optimal;
 };
 
-// One row per policy in all_policies() order.
+// One row per policy in all_policies() order, then "optimal" when asked for.
 bool replay_policies(const ProfileIndex& index, const MemorySystem& mem, const ReplayOptions& options,
                      std::vector<ReplayRow>* rows, std::string* error);
 

@@ -1,6 +1,8 @@
 #include "plan/replay_cli.h"
 
 #include <cstdio>
+#include <cmath>
+#include <cstdlib>
 
 #include "plan/plan_io.h"
 #include "plan/replay.h"
@@ -12,18 +14,26 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: sentinel replay PROFILE [--budget 20%|BYTES[K|M|G]] [--tier NAME|FILE] [--json]\n"
-    "                       [--sweep] [--write-plan FILE] [--timeline FILE] [--help]\n"
+    "                       [--sweep] [--write-plan FILE] [--timeline FILE] [--optimal]\n"
+    "                       [--time-limit S] [--optimal-max-cells N] [--compute-scale X] [--help]\n"
     "Replays a step profile under every placement policy with a tier model and prints, per policy,\n"
     "the modeled step time, its ratio to all-DRAM, the DRAM peak, bytes migrated per step and late\n"
     "prefetches. Times are MODELED by the cost model (docs/tier-model.md), not measured.\n"
     "  PROFILE          a profile file, or synthetic[:LAYERS] for a built-in DNN training step\n"
     "  --budget B       fast-memory budget: percent of the profile's peak (default 20%) or bytes\n"
-    "  --tier T         dram, optane, optane-2m, cxl (default), cxl-2m, or a key=value / JSON file\n"
+    "  --tier T         dram, optane, optane-2m, cxl (default), cxl-2m, cxl-x8, cxl-x8-2m, or a\n"
+    "                   key=value / JSON file\n"
+    "  --compute-scale X  replay as if compute ran X times faster: phase durations / X; accesses,\n"
+    "                   tier and migration bandwidths unchanged (docs/tier-model.md)\n"
     "  --json           print a JSON list of rows instead of a table\n"
     "  --sweep          budgets 5%..100%: sentinel and the best baseline per budget\n"
     "  --write-plan F   also write Sentinel's plan to F (docs/plan-format.md)\n"
     "  --timeline F     also replay the managed steps of an executed timeline (SENTINEL_TIMELINE,\n"
-    "                   docs/timeline-format.md) by the same model: what ran next to what was planned\n";
+    "                   docs/timeline-format.md) by the same model: what ran next to what was planned\n"
+    "  --optimal        add the row 'optimal': the plan a MILP solver (CBC) finds optimal for the\n"
+    "                   discretised cost model (docs/planner.md), with its status, bound and gap\n"
+    "  --time-limit S   the solver's time limit in seconds (default 10)\n"
+    "  --optimal-max-cells N  largest object x phase count given to the solver (default 20000)\n";
 
 bool load_profile(const std::string& spec, StepProfile* p, std::string* err) {
   const std::string prefix = "synthetic";
@@ -44,11 +54,20 @@ bool load_profile(const std::string& spec, StepProfile* p, std::string* err) {
   return read_profile_file(spec, p, err);
 }
 
+// Compute X times faster: every phase (and the step) lasts 1/X as long; the accesses, and so the
+// memory traffic, stay as they are.
+void scale_compute(StepProfile* p, double x) {
+  for (PhaseProfile& ph : p->phases)
+    ph.duration_ns = static_cast<uint64_t>(std::llround(static_cast<double>(ph.duration_ns) / x));
+  p->step_time_ns = static_cast<uint64_t>(std::llround(static_cast<double>(p->step_time_ns) / x));
+}
+
 }  // namespace
 
 int run_replay(const std::vector<std::string>& args, std::string* out, std::string* err) {
   std::string profile_path, tier = "cxl", plan_out, timeline_path;
   bool json = false, sweep = false;
+  double compute_scale = 1;
   ReplayOptions options;
   options.planner.budget_fraction = 0.2;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -75,6 +94,28 @@ int run_replay(const std::vector<std::string>& args, std::string* out, std::stri
         *err = "replay: " + e + "\n";
         return 2;
       }
+    } else if (a == "--optimal") {
+      options.with_optimal = true;
+    } else if (a == "--compute-scale") {
+      std::string v;
+      if (!value(&v)) return 2;
+      char* end = nullptr;
+      compute_scale = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || !(compute_scale >= 0.001) || compute_scale > 1e6) {
+        *err = "replay: --compute-scale needs a factor in 0.001..1e6, got '" + v + "'\n";
+        return 2;
+      }
+    } else if (a == "--time-limit" || a == "--optimal-max-cells") {
+      std::string v;
+      if (!value(&v)) return 2;
+      char* end = nullptr;
+      const double x = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || !(x > 0) || x > 1e9) {
+        *err = "replay: " + a + " needs a positive number, got '" + v + "'\n";
+        return 2;
+      }
+      if (a == "--time-limit") options.optimal.time_limit_s = x;
+      else options.optimal.max_cells = static_cast<uint64_t>(x);
     } else if (a == "--tier") {
       if (!value(&tier)) return 2;
     } else if (a == "--write-plan") {
@@ -106,6 +147,7 @@ int run_replay(const std::vector<std::string>& args, std::string* out, std::stri
     *err = "replay: " + e + "\n";
     return 1;
   }
+  if (compute_scale != 1) scale_compute(&profile, compute_scale);
   ProfileIndex index;
   if (!index.build(profile, &e)) {
     *err = "replay: " + e + "\n";
@@ -116,6 +158,13 @@ int run_replay(const std::vector<std::string>& args, std::string* out, std::stri
                        std::to_string(index.peak_bytes()) + " B, measured step " +
                        std::to_string(index.step_ns() / 1000) + " us\n# tier " +
                        describe_memory_system(mem) + "\n";
+  if (compute_scale != 1) {
+    char line[160];
+    std::snprintf(line, sizeof line,
+                  "# compute %gx faster: measured phase durations / %g, memory traffic and bandwidths unchanged\n",
+                  compute_scale, compute_scale);
+    header += line;
+  }
   if (!plan_out.empty()) {
     Plan plan;
     if (!plan_sentinel(index, mem, options.planner, &plan, &e) || !write_plan_file(plan_out, plan, &e)) {

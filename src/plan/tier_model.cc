@@ -92,7 +92,7 @@ bool validate_memory_system(const MemorySystem& m, std::string* error) {
 }
 
 std::vector<std::string> memory_system_preset_names() {
-  return {"dram", "optane", "optane-2m", "cxl", "cxl-2m"};
+  return {"dram", "optane", "optane-2m", "cxl", "cxl-2m", "cxl-x8", "cxl-x8-2m"};
 }
 
 bool memory_system_preset(std::string_view name, MemorySystem* out, std::string* error) {
@@ -111,6 +111,14 @@ bool memory_system_preset(std::string_view name, MemorySystem* out, std::string*
     // DRAM + 90 ns (Pond's upper figure); the bandwidth is an assumption (docs/tier-model.md).
     m.slow = TierModel{"cxl", 170.0, 30.0, 25.0};
     m.migration_bw_gbps = name == "cxl" ? 3.3 : 11.0;
+  } else if (name == "cxl-x8" || name == "cxl-x8-2m") {
+    // One DDR4-backed x8 CXL expander as measured on AMD Turin (docs/tier-model.md): ~250 ns idle
+    // against ~130 ns local DRAM on the same machine, ~24 GB/s all-read and ~21 GB/s at a 1:1
+    // read:write mix per device; the write figure is the one that gives 21 GB/s for that mix when
+    // reads and writes take turns (1/24 + 1/w = 2/21).
+    m.fast.latency_ns = 130.0;
+    m.slow = TierModel{"cxl-x8", 250.0, 24.0, 18.7};
+    m.migration_bw_gbps = name == "cxl-x8" ? 3.3 : 11.0;
   } else {
     set_error(error, "unknown tier preset '" + std::string(name) + "'");
     return false;

@@ -73,6 +73,47 @@ TEST(ReplayCli, SweepCoversFiveToHundredPercent) {
   EXPECT_NE(out.find("modeled"), std::string::npos);
 }
 
+TEST(ReplayCli, OptimalRowCarriesTheSolverStatus) {
+  std::string out, err;
+  ASSERT_EQ(run({"synthetic:2", "--budget", "30%", "--tier", "optane", "--json", "--optimal", "--time-limit", "5"},
+                &out, &err), 0) << err;
+  nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_TRUE(j.is_array()) << out;
+  const nlohmann::json& opt = j.back();
+  EXPECT_EQ(opt["policy"], "optimal");
+  EXPECT_EQ(opt["budget_violations"], 0);
+  for (const char* k : {"solver_status", "discrete_step_time_ns", "solver_bound_ns", "solver_gap", "solver_seconds",
+                        "lower_bound_ns"})
+    EXPECT_TRUE(opt.contains(k)) << k;
+  const std::string status = opt["solver_status"];
+  EXPECT_TRUE(status == "optimal" || status == "best-found") << status;
+  EXPECT_LE(opt["step_time_ns"].get<double>(), opt["discrete_step_time_ns"].get<double>() * (1 + 1e-9));
+  EXPECT_GE(opt["step_time_ns"].get<double>(), opt["lower_bound_ns"].get<double>() * (1 - 1e-9));
+  EXPECT_LE(opt["solver_bound_ns"].get<double>(), opt["discrete_step_time_ns"].get<double>() * (1 + 1e-9));
+  // Too large: a clear message, no solve.
+  ASSERT_EQ(run({"synthetic:4", "--optimal", "--optimal-max-cells", "10"}, &out, &err), 0) << err;
+  EXPECT_NE(out.find("too large"), std::string::npos) << out;
+  EXPECT_EQ(run({"synthetic:2", "--optimal", "--time-limit", "-1"}, &out, &err), 2);
+}
+
+TEST(ReplayCli, ComputeScaleDividesPhaseDurationsOnly) {
+  std::string out1, out4, err;
+  ASSERT_EQ(run({"synthetic:3", "--json", "--tier", "optane"}, &out1, &err), 0) << err;
+  ASSERT_EQ(run({"synthetic:3", "--json", "--tier", "optane", "--compute-scale", "4"}, &out4, &err), 0) << err;
+  nlohmann::json a = nlohmann::json::parse(out1), b = nlohmann::json::parse(out4);
+  auto row = [](const nlohmann::json& rows, const char* name) {
+    for (const auto& r : rows)
+      if (r["policy"] == name) return r;
+    return nlohmann::json();
+  };
+  // All-DRAM is the sum of phase durations: a quarter. All-slow pays the same memory traffic on a
+  // shorter step, so its ratio to all-DRAM cannot go down.
+  EXPECT_NEAR(row(b, "all-dram")["step_time_ns"].get<double>(), row(a, "all-dram")["step_time_ns"].get<double>() / 4,
+              row(a, "all-dram")["step_time_ns"].get<double>() * 1e-6);
+  EXPECT_GE(row(b, "all-slow")["step_time_ratio"].get<double>(), row(a, "all-slow")["step_time_ratio"].get<double>());
+  EXPECT_EQ(run({"synthetic:3", "--compute-scale", "0"}, &out1, &err), 2);
+}
+
 TEST(ReplayCli, UsageErrors) {
   std::string out, err;
   EXPECT_EQ(run({"--help"}, &out, &err), 0);

@@ -81,7 +81,7 @@ class StepDetector {
   static constexpr uint32_t kPeriodJobs = 4;    // period candidates verified at once
   static constexpr uint32_t kCompareBudget = 32;  // older events compared per candidate per call
   static constexpr uint32_t kShapeBudget = 128;   // events of shape verification per call
-  static constexpr uint32_t kStaleEvents = 256;   // see replaces_locked()
+  static constexpr uint32_t kStaleEvents = 64;    // see replaces_locked()
 
   // Feeds one allocation event. Returns true when this event is the first of a new step.
   bool observe(uint64_t site, uint32_t live_objects, uint64_t live_bytes, uint64_t size) noexcept;

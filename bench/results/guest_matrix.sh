@@ -38,11 +38,17 @@ for p in ${placements//,/ }; do
                   "MEMKIND_MEM_TIERS=KIND:DRAM,RATIO:1;KIND:KMEM_DAX,RATIO:4;POLICY:STATIC_RATIO" -- ;;
     memtier-50) run_cell "$p" "$workloads" LD_PRELOAD="$memtier" MEMKIND_DAX_KMEM_NODES=1 \
                   "MEMKIND_MEM_TIERS=KIND:DRAM,RATIO:1;KIND:KMEM_DAX,RATIO:1;POLICY:STATIC_RATIO" -- ;;
-    first-touch-*|managed-*)
-      # managed-*: the hook for Sentinel's managed mode (lead's branch), same budget rule.
-      mode=track; [[ "$p" == managed-* ]] && mode=managed
+    first-touch-*)
       for w in ${workloads//,/ }; do
-        run_cell "$p" "$w" "${sentinel[@]}" SENTINEL_MODE="$mode" SENTINEL_FAST_BUDGET="${p##*-}%" --
+        run_cell "$p" "$w" "${sentinel[@]}" SENTINEL_MODE=track SENTINEL_FAST_BUDGET="${p##*-}%" --
+      done ;;
+    managed-*)
+      # Sentinel's managed mode, same budget rule. These workloads' activations (12 KiB) are below the
+      # default 64 KiB object size: without them no step repeats an allocation and none is detected.
+      # Run with --steps 16 or more; table.py takes the medians over the last 5 steps (after the plan).
+      for w in ${workloads//,/ }; do
+        run_cell "$p" "$w" "${sentinel[@]}" SENTINEL_MODE=managed SENTINEL_MIN_OBJECT=8K \
+          SENTINEL_FAST_BUDGET="${p##*-}%" SENTINEL_STATS="$out/$w.$p.sentinel-stats" --
       done ;;
     *) echo "guest_matrix: unknown placement $p" >&2 ;;
   esac

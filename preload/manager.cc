@@ -15,6 +15,7 @@
 #include "manage/timeline_writer.h"
 #include "migration.h"
 #include "plan/plan_io.h"
+#include "plan/tag_text.h"
 #include "plan/planner.h"
 #include "profile/profile_io.h"
 #include "profiler.h"
@@ -94,11 +95,7 @@ constexpr uint32_t kFallbacksBeforeReprofile = 3;
 constexpr uint32_t kDeviationsLogged = 5;
 constexpr uint32_t kMinPlanPeriod = 4;
 
-std::string hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
+std::string hex(uint64_t v) { return format_tag(v); }
 constexpr double kProfileMatchShare = 0.9;
 
 struct Manager {

@@ -1,5 +1,7 @@
 #include "manage/timeline_writer.h"
 
+#include "plan/tag_text.h"
+
 #include <cinttypes>
 #include <cstdio>
 #include <string>
@@ -8,11 +10,7 @@
 namespace sentinel::manage {
 namespace {
 
-std::string hex_tag(uint64_t tag) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "\"0x%016" PRIx64 "\"", tag);
-  return buf;
-}
+std::string hex_tag(uint64_t tag) { return "\"" + format_tag(tag) + "\""; }
 
 void list(std::ostream& out, const char* name, const std::vector<uint64_t>& tags) {
   out << ",\"" << name << "\":[";

@@ -1,5 +1,7 @@
 #include "plan/plan_io.h"
 
+#include "plan/tag_text.h"
+
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
@@ -15,28 +17,10 @@ using nlohmann::json;
 
 constexpr uint32_t kMaxPeriod = 1u << 24;  // far above any real step; bounds allocations
 
-std::string hex_tag(uint64_t tag) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%016" PRIx64, tag);
-  return buf;
-}
+std::string hex_tag(uint64_t tag) { return format_tag(tag); }
 
 bool parse_tag(const json& j, uint64_t* tag) {
-  if (!j.is_string()) return false;
-  const std::string& s = j.get_ref<const std::string&>();
-  if (s.size() < 3 || s.size() > 18 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X')) return false;
-  uint64_t v = 0;
-  for (size_t i = 2; i < s.size(); ++i) {
-    char c = s[i];
-    int d;
-    if (c >= '0' && c <= '9') d = c - '0';
-    else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
-    else if (c >= 'A' && c <= 'F') d = c - 'A' + 10;
-    else return false;
-    v = (v << 4) | static_cast<uint64_t>(d);
-  }
-  *tag = v;
-  return true;
+  return j.is_string() && parse_tag_text(j.get_ref<const std::string&>(), tag);
 }
 
 bool get_u64(const json& obj, const char* key, uint64_t* out) {

@@ -1,5 +1,7 @@
 #include "plan/timeline.h"
 
+#include "plan/tag_text.h"
+
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -7,16 +9,7 @@ namespace sentinel {
 namespace {
 
 bool parse_tag(const nlohmann::json& v, uint64_t* out) {
-  if (!v.is_string()) return false;
-  const std::string s = v.get<std::string>();
-  if (s.size() < 3 || s.size() > 18 || s[0] != '0' || s[1] != 'x') return false;
-  size_t used = 0;
-  try {
-    *out = std::stoull(s.substr(2), &used, 16);
-  } catch (...) {
-    return false;
-  }
-  return used == s.size() - 2;
+  return v.is_string() && parse_tag_text(v.get_ref<const std::string&>(), out);
 }
 
 bool parse_tags(const nlohmann::json& v, std::vector<uint64_t>* out) {

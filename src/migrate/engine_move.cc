@@ -10,6 +10,7 @@
 
 #include "migrate/engine.h"
 #include "migrate/engine_internal.h"
+#include "os/os.h"
 
 namespace sentinel::migrate {
 
@@ -24,11 +25,11 @@ uint64_t now_ns() {
 bool is_node_error(int err) { return err == ENODEV || err == EINVAL || err == EACCES; }
 
 // Whether [addr, addr + len) is entirely mapped: mincore fails with ENOMEM on unmapped holes.
-bool mapped(void* addr, size_t len, unsigned char* scratch) { return mincore(addr, len, scratch) == 0; }
+bool mapped(void* addr, size_t len, unsigned char* scratch) { return os::mincore(addr, len, scratch) == 0; }
 
 // The node most pages of the chunk are on now (-1 if none is present).
 int majority_node(void** pages, int* status, size_t n) {
-  if (move_pages(0, n, pages, nullptr, status, 0) < 0) return -1;
+  if (os::move_pages(0, n, pages, nullptr, status, 0) < 0) return -1;
   int best = -1, best_count = 0;
   for (size_t k = 0; k < n; ++k) {
     if (status[k] < 0) continue;
@@ -49,7 +50,7 @@ ChunkOutcome move_chunk(void** pages, int* nodes, int* status, size_t n, int nod
   for (size_t k = 0; k < n; ++k) nodes[k] = node;
   int chunk_mapped = -1;  // -1 unknown, else bool; only meaningful while pages are contiguous
   for (int attempt = 0;; ++attempt) {
-    if (move_pages(0, n, pages, nodes, status, MPOL_MF_MOVE) < 0) {
+    if (os::move_pages(0, n, pages, nodes, status, MPOL_MF_MOVE) < 0) {
       if (errno != ENOMEM) {
         out.syscall_errno = errno;
         return out;
@@ -57,7 +58,7 @@ ChunkOutcome move_chunk(void** pages, int* nodes, int* status, size_t n, int nod
       // Older kernels (e.g. 6.1) fail the whole call with ENOMEM when the target node is full,
       // leaving the status array unset. Ask where every page is now: those not on the target
       // count as ENOMEM failures.
-      if (move_pages(0, n, pages, nullptr, status, 0) < 0) {
+      if (os::move_pages(0, n, pages, nullptr, status, 0) < 0) {
         out.syscall_errno = ENOMEM;
         return out;
       }
@@ -186,7 +187,7 @@ void Engine::execute(uint32_t i) {
       // Pages never touched yet (absent) must also fault in on the target node.
       unsigned long mask[1024 / (8 * sizeof(unsigned long))] = {};
       mask[node / (8 * sizeof(unsigned long))] |= 1ul << (node % (8 * sizeof(unsigned long)));
-      mbind(reinterpret_cast<void*>(start), npages * page, config_.bind_policy ? MPOL_BIND : MPOL_PREFERRED, mask,
+      os::mbind(reinterpret_cast<void*>(start), npages * page, config_.bind_policy ? MPOL_BIND : MPOL_PREFERRED, mask,
             1024, 0);
     }
   }

@@ -50,7 +50,17 @@ ChunkOutcome move_chunk(void** pages, int* nodes, int* status, size_t n, int nod
   for (size_t k = 0; k < n; ++k) nodes[k] = node;
   int chunk_mapped = -1;  // -1 unknown, else bool; only meaningful while pages are contiguous
   for (int attempt = 0;; ++attempt) {
-    if (os::move_pages(0, n, pages, nodes, status, MPOL_MF_MOVE) < 0) {
+    const long rc = os::move_pages(0, n, pages, nodes, status, MPOL_MF_MOVE);
+    if (rc > 0) {
+      // The kernel could not migrate rc pages and then leaves the status of the whole batch it was
+      // working on unwritten (mm/migrate.c, move_pages_and_store_status): status[] may hold values of an
+      // earlier call. Ask where every page is now; pages not on the target are retried below.
+      if (os::move_pages(0, n, pages, nullptr, status, 0) < 0) {
+        out.syscall_errno = errno;
+        return out;
+      }
+    }
+    if (rc < 0) {
       if (errno != ENOMEM) {
         out.syscall_errno = errno;
         return out;

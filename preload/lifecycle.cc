@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/text_buf.h"
+#include "fault_hook.h"
 #include "logging.h"
 #include "migration.h"
 #include "manager.h"
@@ -127,6 +128,7 @@ void initialise() noexcept {
     g_state.phase.store(Phase::kPassthrough, std::memory_order_release);
     return;
   }
+  fault_injection_start();  // test builds only (fault_hook.h)
   if (!g_state.heap.init(config.reserve_bytes)) {
     log_write(LogLevel::kError, "cannot reserve address space for objects; running as pass-through");
     g_state.phase.store(Phase::kPassthrough, std::memory_order_release);
@@ -181,6 +183,7 @@ void at_exit() noexcept {
     // Unlocked on purpose (writing allocates): threads still running at exit may tear a line or two.
     if (!write_event_trace(g_state.config.trace_path)) log_write(LogLevel::kError, "cannot write SENTINEL_TRACE file");
   }
+  if (original_process) fault_injection_report();
   char message[256];
   TextBuf msg(message, sizeof message);
   msg.put("exit: steps=").put(g_state.detector.complete_steps());

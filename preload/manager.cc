@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "logging.h"
+#include "os/os.h"
 #include "manage/birth_table.h"
 #include "manage/compiled_plan.h"
 #include "manage/plan_executor.h"
@@ -289,7 +290,7 @@ void check_placement(Manager& m) {
       pages.push_back(reinterpret_cast<void*>(r.start + (i * npages / std::min(kSamples, npages)) * kPageSize));
     }
     status.assign(pages.size(), -1);
-    if (pages.empty() || move_pages(0, pages.size(), pages.data(), nullptr, status.data(), 0) != 0) return;
+    if (pages.empty() || os::move_pages(0, pages.size(), pages.data(), nullptr, status.data(), 0) != 0) return;
     const int want_node = g_state.placer.node_of_pool(pool_of(want));
     uint64_t present = 0, matching = 0;
     for (int st : status) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "logging.h"
+#include "os/os.h"
 #include "profile/profile_builder.h"
 #include "profile/profile_io.h"
 #include "runtime_state.h"
@@ -96,11 +97,8 @@ bool sampling_kind(SamplerKind k) { return k == SamplerKind::kSoftware || k == S
 
 std::string program_command_line() {
   std::string cmd;
-  const int fd = ::open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return cmd;
-  char buf[1024];
-  const ssize_t n = ::read(fd, buf, sizeof buf);
-  ::close(fd);
+  char buf[1025];
+  const ssize_t n = os::read_small_file("/proc/self/cmdline", buf, sizeof buf);
   for (ssize_t i = 0; i < n; ++i) cmd.push_back(buf[i] == '\0' ? ' ' : buf[i]);
   while (!cmd.empty() && cmd.back() == ' ') cmd.pop_back();
   return cmd;

@@ -11,7 +11,11 @@ Prints per case: median ns/op of each mode over the rounds, and the median over 
 per-round ratio (sentinel / plain, passthrough / plain) with its min..max. Not a test: no limits.
 
   run_malloc_bench.py [--build-dir DIR] [--rounds N] [--reps N] [--scale F] [--case NAME]...
-                      [--no-passthrough] [--json FILE]
+                      [--no-passthrough] [--baseline-lib SO] [--json FILE]
+
+With --baseline-lib (another build of libsentinel.so, e.g. of the previous commit) a fourth mode runs
+under that library and a last column gives sentinel / baseline: whether a change made the allocation
+path slower, measured side by side.
 """
 
 import argparse
@@ -24,7 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 import benchlib  # noqa: E402
 
-EXPECTED_STATE = {"plain": "absent", "sentinel": "active", "passthrough": "passthrough"}
+EXPECTED_STATE = {"plain": "absent", "sentinel": "active", "passthrough": "passthrough", "baseline": "active"}
 
 
 def list_cases(binary):
@@ -59,6 +63,7 @@ def main():
     ap.add_argument("--scale", type=float, default=1.0, help="multiplies the ops per repetition")
     ap.add_argument("--case", action="append", help="run only this case (repeatable; see --list)")
     ap.add_argument("--no-passthrough", action="store_true", help="leave out the pass-through column")
+    ap.add_argument("--baseline-lib", help="also run under this libsentinel.so and print sentinel / baseline")
     ap.add_argument("--json", help="also write every measurement here")
     args = ap.parse_args()
     if args.rounds < 1 or args.reps < 1:
@@ -77,9 +82,16 @@ def main():
         if c not in all_cases:
             sys.exit("unknown case %s (known: %s)" % (c, ", ".join(all_cases)))
     modes = ("plain", "sentinel") if args.no_passthrough else benchlib.MODES
+    if args.baseline_lib:
+        if not os.path.exists(args.baseline_lib):
+            sys.exit("%s not found" % args.baseline_lib)
+        modes = tuple(modes) + ("baseline",)
+    lib_of = {m: (args.baseline_lib if m == "baseline" else lib) for m in modes}
 
     print("# machine: %s" % benchlib.machine_line())
     print("# library: %s" % lib)
+    if args.baseline_lib:
+        print("# baseline library: %s" % args.baseline_lib)
     print("# rounds %d, reps %d, scale %g, load average at start %s" %
           (args.rounds, args.reps, args.scale, benchlib.load_average()), flush=True)
 
@@ -88,7 +100,7 @@ def main():
     for r in range(args.rounds):
         for c in cases:
             for m in benchlib.rotated(modes, r):
-                t, f = run_case(binary, lib, m, c, args.reps, args.scale)
+                t, f = run_case(binary, lib_of[m], m, c, args.reps, args.scale)
                 ns[c][m].append(t)
                 faults[c][m].append(f)
         print("# round %d/%d done" % (r + 1, args.rounds), file=sys.stderr, flush=True)
@@ -96,6 +108,8 @@ def main():
     head = "%-13s %12s %12s %7s %15s" % ("case", "plain ns/op", "sentinel", "ratio", "ratio min..max")
     if "passthrough" in modes:
         head += " %12s %7s" % ("passthrough", "ratio")
+    if "baseline" in modes:
+        head += " %12s %9s" % ("baseline", "sent/base")
     print(head)
     summary = {}
     for c in cases:
@@ -109,6 +123,10 @@ def main():
             rp = [t / p for t, p in zip(ns[c]["passthrough"], ns[c]["plain"])]
             line += " %12s %7.2f" % (benchlib.fmt_ns(row["passthrough"]), benchlib.median(rp))
             summary[c]["ratio_passthrough"] = benchlib.median(rp)
+        if "baseline" in modes:
+            rb = [s / b for s, b in zip(ns[c]["sentinel"], ns[c]["baseline"])]
+            line += " %12s %9.3f" % (benchlib.fmt_ns(row["baseline"]), benchlib.median(rb))
+            summary[c]["ratio_sentinel_to_baseline"] = benchlib.median(rb)
         print(line)
     print("# ratio = median over rounds of (mode ns/op / plain ns/op) in the same round; < 1 is faster")
     print("# minor page faults per op (median over rounds): " + "; ".join(

@@ -2,11 +2,13 @@
 
 #include <sys/mman.h>
 
+#include "os/os.h"
+
 namespace sentinel {
 namespace {
 
 void* map_noreserve(uint64_t bytes) noexcept {
-  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+  void* p = os::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                    -1, 0);
   return p == MAP_FAILED ? nullptr : p;
 }
@@ -27,16 +29,16 @@ bool ObjectHeap::init(uint64_t reserve_bytes, uint32_t max_records) noexcept {
   if (raw == nullptr) return false;
   const uintptr_t aligned = align_up(reinterpret_cast<uintptr_t>(raw), kHugePageSize);
   // Small extents must never share a transparent huge page with a neighbour.
-  ::madvise(raw, want + kHugePageSize, MADV_NOHUGEPAGE);
+  os::madvise(raw, want + kHugePageSize, MADV_NOHUGEPAGE);
 
   records_bytes_ = align_up(uint64_t{max_records} * sizeof(ObjectRecord), kPageSize);
   page_index_bytes_ = align_up(want / kPageSize * sizeof(uint32_t), kPageSize);
   void* recs = map_noreserve(records_bytes_);
   void* index = map_noreserve(page_index_bytes_);
   if (recs == nullptr || index == nullptr) {
-    if (recs != nullptr) ::munmap(recs, records_bytes_);
-    if (index != nullptr) ::munmap(index, page_index_bytes_);
-    ::munmap(raw, want + kHugePageSize);
+    if (recs != nullptr) os::munmap(recs, records_bytes_);
+    if (index != nullptr) os::munmap(index, page_index_bytes_);
+    os::munmap(raw, want + kHugePageSize);
     return false;
   }
   records_ = static_cast<ObjectRecord*>(recs);
@@ -51,9 +53,9 @@ bool ObjectHeap::init(uint64_t reserve_bytes, uint32_t max_records) noexcept {
 
 void ObjectHeap::destroy() noexcept {
   if (base_ == 0) return;
-  ::munmap(reinterpret_cast<void*>(base_), size_);
-  ::munmap(records_, records_bytes_);
-  ::munmap(page_index_, page_index_bytes_);
+  os::munmap(reinterpret_cast<void*>(base_), size_);
+  os::munmap(records_, records_bytes_);
+  os::munmap(page_index_, page_index_bytes_);
   base_ = 0;
   size_ = 0;
 }
@@ -124,7 +126,7 @@ uint32_t ObjectHeap::allocate(uint64_t size, uint64_t align, uint8_t pool, bool*
     r.pool = pool;
     r.generation = 0;
     if (r.extent_bytes >= kHugePageSize) {
-      ::madvise(reinterpret_cast<void*>(start), r.extent_bytes, MADV_HUGEPAGE);
+      os::madvise(reinterpret_cast<void*>(start), r.extent_bytes, MADV_HUGEPAGE);
     }
     // Publish the index entry last: a concurrent slot_of() on this address cannot happen before the
     // pointer is returned to the program.
@@ -165,8 +167,8 @@ void ObjectHeap::release(uint32_t slot, bool drop_pages) noexcept {
   }
   if (trim && r.resident) {
     // Outside the lock: the extent is in no list, nobody else can reach it.
-    ::madvise(reinterpret_cast<void*>(r.start), r.extent_bytes, MADV_DONTNEED);
-    r.resident = false;
+    // Only a successful MADV_DONTNEED makes the extent read as zeros again (calloc relies on it).
+    if (os::madvise(reinterpret_cast<void*>(r.start), r.extent_bytes, MADV_DONTNEED) == 0) r.resident = false;
   }
   SpinGuard guard(lock_);
   if (trim && !r.resident) ++stats_.extents_trimmed;

@@ -6,7 +6,10 @@
 // move_pages(2) in chunks of `chunk_pages` pages, checking every page's status:
 //   - status == target node        moved (or already there)
 //   - -ENOENT                      page not present (never touched): fine, counted as absent
-//                                  (older kernels say -EFAULT for these; mincore tells them apart)
+//                                  (older kernels say -EFAULT for these; mincore tells them apart).
+//                                  A page mincore calls resident was only hidden from the kernel for a
+//                                  moment (khugepaged collapse, migration entry): retried like -EBUSY,
+//                                  counted absent only after the retries (the zero page never moves)
 //   - -EBUSY / -EAGAIN             retried up to `busy_retries` times, then counted as busy failures
 //   - -ENOMEM                      target node full (kernel 6.1 fails the whole call with ENOMEM
 //                                  instead; the engine then queries where the pages are): the move

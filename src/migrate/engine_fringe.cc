@@ -17,18 +17,16 @@
 
 #include "migrate/engine.h"
 #include "migrate/engine_internal.h"
+#include "os/os.h"
 
 namespace sentinel::migrate {
 
 size_t pmd_huge_size() {
   constexpr size_t kDefault = size_t{2} << 20;
-  const int fd = open("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return kDefault;
   char buf[32];
-  const ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return kDefault;
-  buf[n] = '\0';
+  if (os::read_small_file("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", buf, sizeof buf) <= 0) {
+    return kDefault;
+  }
   const unsigned long long v = std::strtoull(buf, nullptr, 10);
   const unsigned long long page = static_cast<unsigned long long>(sysconf(_SC_PAGESIZE));
   // Anything odd (not a power of two above the page size, or absurdly large) falls back.
@@ -48,7 +46,7 @@ uintptr_t page_size() { return static_cast<uintptr_t>(sysconf(_SC_PAGESIZE)); }
 // or hugetlb memory: fringe_restore() catches the consequence.
 void split_folio_at(uintptr_t addr) {
 #ifdef MADV_COLD
-  madvise(reinterpret_cast<void*>(addr), page_size(), MADV_COLD);
+  os::madvise(reinterpret_cast<void*>(addr), page_size(), MADV_COLD);
 #else
   (void)addr;
 #endif
@@ -66,7 +64,7 @@ size_t Engine::fringe_snapshot(uintptr_t start, uintptr_t end) {
   const size_t n_below = n;
   for (uintptr_t a = end; a < hi; a += page) fringe_pages_[n++] = reinterpret_cast<void*>(a);
   if (n == 0) return 0;  // both ends huge-page aligned: no folio can straddle them
-  if (move_pages(0, n, fringe_pages_.get(), nullptr, fringe_before_.get(), 0) < 0) return 0;
+  if (os::move_pages(0, n, fringe_pages_.get(), nullptr, fringe_before_.get(), 0) < 0) return 0;
   // A folio that straddles a boundary has present pages on both sides of it.
   bool below = false, above = false;
   for (size_t k = 0; k < n; ++k) {
@@ -82,7 +80,7 @@ void Engine::fringe_restore(size_t n, uintptr_t start, uintptr_t end, int node, 
   void** pages = fringe_pages_.get();
   int* before = fringe_before_.get();
   int* after = fringe_after_.get();
-  if (move_pages(0, n, pages, nullptr, after, 0) < 0) return;
+  if (os::move_pages(0, n, pages, nullptr, after, 0) < 0) return;
   // Displaced: a present neighbour that is now on a node this move sent pages to. (Automatic NUMA
   // balancing may also have moved a default-policy neighbour meanwhile; sending it back is harmless.)
   size_t m = 0;
@@ -99,7 +97,7 @@ void Engine::fringe_restore(size_t n, uintptr_t start, uintptr_t end, int node, 
   const uintptr_t page = page_size();
   split_folio_at(start);
   split_folio_at(end - page);
-  move_pages(0, m, pages, before, after, MPOL_MF_MOVE);  // outcome checked below, per page
+  os::move_pages(0, m, pages, before, after, MPOL_MF_MOVE);  // outcome checked below, per page
   const int ours = r->rolled_back ? origin
                    : (r->reason == FailReason::kNone && !r->cancel_requested) ? node
                                                                                 : -1;
@@ -120,7 +118,7 @@ void Engine::fringe_restore(size_t n, uintptr_t start, uintptr_t end, int node, 
     }
   }
   uint64_t still_off = 0;  // neighbours not back home
-  if (move_pages(0, m, pages, nullptr, after, 0) < 0) {
+  if (os::move_pages(0, m, pages, nullptr, after, 0) < 0) {
     still_off = m;
   } else {
     for (size_t k = 0; k < m; ++k) still_off += after[k] != before[k];

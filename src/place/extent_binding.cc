@@ -7,6 +7,8 @@
 
 #include <cerrno>
 
+#include "os/os.h"
+
 namespace sentinel::place {
 namespace {
 
@@ -49,7 +51,7 @@ bool bind_range(void* addr, size_t len, int node, BindMode mode, bool move_prese
   mask[node / (8 * sizeof(unsigned long))] = 1ul << (node % (8 * sizeof(unsigned long)));
   const int policy = mode == BindMode::kBind ? MPOL_BIND : MPOL_PREFERRED;
   const unsigned flags = move_present ? MPOL_MF_MOVE : 0;
-  if (::syscall(SYS_mbind, addr, len, policy, mask, kMaxNodeArg, flags) != 0) {
+  if (os::mbind(addr, len, policy, mask, kMaxNodeArg, flags) != 0) {
     const int e = errno;
     if (why != nullptr) *why = mbind_reason(e);
     if (err != nullptr) *err = e;
@@ -60,7 +62,7 @@ bool bind_range(void* addr, size_t len, int node, BindMode mode, bool move_prese
 
 bool rebind_discarding(void* addr, size_t len, int node, BindMode mode, std::string_view* why,
                        int* err) noexcept {
-  if (::madvise(addr, len, MADV_DONTNEED) != 0) {
+  if (os::madvise(addr, len, MADV_DONTNEED) != 0) {
     if (why != nullptr) *why = "madvise(MADV_DONTNEED) failed";
     if (err != nullptr) *err = errno;
     return false;
@@ -71,7 +73,7 @@ bool rebind_discarding(void* addr, size_t len, int node, BindMode mode, std::str
 bool query_policy(const void* addr, int* mode, int* node) noexcept {
   unsigned long mask[kMaskWords] = {};
   int m = -1;
-  if (::syscall(SYS_get_mempolicy, &m, mask, kMaxNodeArg, addr, MPOL_F_ADDR) != 0) return false;
+  if (os::get_mempolicy(&m, mask, kMaxNodeArg, addr, MPOL_F_ADDR) != 0) return false;
   if (mode != nullptr) *mode = m;
   if (node != nullptr) {
     *node = -1;
@@ -93,7 +95,7 @@ bool page_nodes(const void* addr, size_t len, int* out, size_t out_capacity) noe
       pages[k++] = reinterpret_cast<void*>(a);
       a += kPage;
     }
-    if (::syscall(SYS_move_pages, 0, k, pages, nullptr, out + n, 0) != 0) return false;
+    if (os::move_pages(0, k, pages, nullptr, out + n, 0) != 0) return false;
     n += k;
   }
   return true;

@@ -5,21 +5,21 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "os/os.h"
+
 namespace sentinel {
 
 bool read_ibs_op_type(const std::string& sysfs_root, uint32_t* type, int* err, std::string* reason) {
   const std::string path = sysfs_root + "/ibs_op/type";
-  std::FILE* f = std::fopen(path.c_str(), "r");
-  if (f == nullptr) {
+  char buf[32] = {};
+  const ssize_t got = os::read_small_file(path.c_str(), buf, sizeof buf);
+  if (got < 0) {
     *err = errno;
     const char* name = strerrorname_np(*err);
     *reason = path + ": " + (name != nullptr ? name : "error") + " (" + std::strerror(*err) + "; no AMD IBS op PMU)";
     return false;
   }
-  char buf[32] = {};
-  const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
-  std::fclose(f);
-  buf[n] = '\0';
+  const size_t n = static_cast<size_t>(got);
   char* end = nullptr;
   errno = 0;
   const unsigned long v = std::strtoul(buf, &end, 10);

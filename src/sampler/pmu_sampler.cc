@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "os/os.h"
+
 namespace sentinel {
 namespace {
 
@@ -21,11 +23,10 @@ std::string errno_name(int err) {
 }
 
 int read_paranoid() {
-  std::FILE* f = std::fopen("/proc/sys/kernel/perf_event_paranoid", "r");
-  if (f == nullptr) return -100;
+  char buf[32];
+  if (os::read_small_file("/proc/sys/kernel/perf_event_paranoid", buf, sizeof buf) <= 0) return -100;
   int v = -100;
-  if (std::fscanf(f, "%d", &v) != 1) v = -100;
-  std::fclose(f);
+  if (std::sscanf(buf, "%d", &v) != 1) v = -100;
   return v;
 }
 
@@ -51,7 +52,7 @@ const char* sampler_kind_name(SamplerKind kind) {
 PerfOs real_perf_os() {
   PerfOs os;
   os.perf_event_open = [](perf_event_attr* attr, pid_t tid, int cpu, int group, unsigned long flags) {
-    return static_cast<int>(syscall(SYS_perf_event_open, attr, tid, cpu, group, flags));
+    return os::perf_event_open(attr, tid, cpu, group, flags);
   };
   return os;
 }
@@ -153,7 +154,7 @@ ProbeResult PmuSampler::open_ring(pid_t tid, std::unique_ptr<Ring>* out) {
     return failure(e, "perf_event_open(tid " + std::to_string(tid) + "): " + explain_perf_errno(e));
   }
   ring->map_len = (1 + size_t{opt_.ring_pages}) * page_;
-  ring->map = mmap(nullptr, ring->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, ring->fd, 0);
+  ring->map = os::mmap(nullptr, ring->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, ring->fd, 0);
   if (ring->map == MAP_FAILED) {
     const int e = errno;
     close(ring->fd);
@@ -165,7 +166,7 @@ ProbeResult PmuSampler::open_ring(pid_t tid, std::unique_ptr<Ring>* out) {
   const size_t size = meta->data_size != 0 ? meta->data_size : size_t{opt_.ring_pages} * page_;
   if (off + size > ring->map_len ||
       !ring->reader.init(meta, static_cast<uint8_t*>(ring->map) + off, size, attr_.sample_type)) {
-    munmap(ring->map, ring->map_len);
+    os::munmap(ring->map, ring->map_len);
     close(ring->fd);
     return failure(EINVAL, "unexpected perf ring layout");
   }
@@ -175,7 +176,7 @@ ProbeResult PmuSampler::open_ring(pid_t tid, std::unique_ptr<Ring>* out) {
 
 void PmuSampler::close_ring(Ring& r) {
   closed_stats_ += r.reader.stats();
-  if (r.map != nullptr) munmap(r.map, r.map_len);
+  if (r.map != nullptr) os::munmap(r.map, r.map_len);
   if (r.fd >= 0) close(r.fd);
   r.map = nullptr;
   r.fd = -1;

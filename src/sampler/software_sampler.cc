@@ -10,6 +10,7 @@
 #include <cstring>
 #include <new>
 
+#include "os/os.h"
 #include "sampler/segv_chain.h"
 
 namespace sentinel {
@@ -89,7 +90,7 @@ bool fault_was_write(void* ucontext) {
 }
 
 int make_accessible(uintptr_t start, uintptr_t end) {
-  return mprotect(reinterpret_cast<void*>(start), end - start, PROT_READ | PROT_WRITE);
+  return os::mprotect(reinterpret_cast<void*>(start), end - start, PROT_READ | PROT_WRITE);
 }
 
 void count_touch(SoftwareSampler::Tables& t, const SoftwareSampler::Window& w, bool write) {
@@ -374,7 +375,7 @@ size_t SoftwareSampler::arm(const std::vector<SampleRegion>& regions, uint32_t p
       continue;  // the entry is reused
     }
     st.armed_now.fetch_add(1, std::memory_order_relaxed);
-    if (mprotect(reinterpret_cast<void*>(start), wp * page_, PROT_NONE) != 0) {
+    if (os::mprotect(reinterpret_cast<void*>(start), wp * page_, PROT_NONE) != 0) {
       st.mprotect_failures.fetch_add(1, std::memory_order_relaxed);
       st.armed_now.fetch_sub(1, std::memory_order_relaxed);
       w.word.store(next_word(arming, kRestored), std::memory_order_release);

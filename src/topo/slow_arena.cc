@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "os/os.h"
+
 namespace sentinel::topo {
 
 std::unique_ptr<SlowArena> SlowArena::create(int node, size_t capacity, std::string* error) {
@@ -22,7 +24,7 @@ std::unique_ptr<SlowArena> SlowArena::create(int node, size_t capacity, std::str
   constexpr size_t kAlign = size_t{2} << 20;
   if (capacity == 0) capacity = kAlign;
   capacity = (capacity + kAlign - 1) & ~(kAlign - 1);
-  void* base = mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void* base = os::mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (base == MAP_FAILED) {
     *error = std::string("mmap: ") + std::strerror(errno);
     return nullptr;
@@ -30,14 +32,14 @@ std::unique_ptr<SlowArena> SlowArena::create(int node, size_t capacity, std::str
   // Bind before memkind (or anyone) touches a page, so every page faults in on `node`.
   unsigned long mask[16] = {};
   if (node >= static_cast<int>(sizeof(mask) * 8)) {
-    munmap(base, capacity);
+    os::munmap(base, capacity);
     *error = "node id too large";
     return nullptr;
   }
   mask[node / 64] |= 1ul << (node % 64);
-  if (mbind(base, capacity, MPOL_BIND, mask, sizeof(mask) * 8, 0) != 0) {
+  if (os::mbind(base, capacity, MPOL_BIND, mask, sizeof(mask) * 8, 0) != 0) {
     *error = std::string("mbind: ") + std::strerror(errno);
-    munmap(base, capacity);
+    os::munmap(base, capacity);
     return nullptr;
   }
   memkind_t kind = nullptr;
@@ -46,7 +48,7 @@ std::unique_ptr<SlowArena> SlowArena::create(int node, size_t capacity, std::str
     char msg[MEMKIND_ERROR_MESSAGE_SIZE];
     memkind_error_message(err, msg, sizeof(msg));
     *error = std::string("memkind_create_fixed: ") + msg;
-    munmap(base, capacity);
+    os::munmap(base, capacity);
     return nullptr;
   }
   return std::unique_ptr<SlowArena>(new SlowArena(node, base, capacity, kind));
@@ -54,7 +56,7 @@ std::unique_ptr<SlowArena> SlowArena::create(int node, size_t capacity, std::str
 
 SlowArena::~SlowArena() {
   memkind_destroy_kind(kind_);
-  munmap(base_, capacity_);
+  os::munmap(base_, capacity_);
 }
 
 void* SlowArena::alloc(size_t size) { return memkind_malloc(kind_, size); }

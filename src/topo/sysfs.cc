@@ -1,21 +1,35 @@
 #include "topo/sysfs.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cctype>
 #include <cstdlib>
-#include <fstream>
 #include <sstream>
+
+#include "os/os.h"
 
 namespace sentinel::topo {
 
 std::optional<std::string> read_text(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string s = ss.str();
+  // Through the OS layer, so tests can make topology reads fail (os/os.h).
+  const int fd = os::open_read(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::string s;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = os::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      os::close(fd);
+      return std::nullopt;
+    }
+    if (n == 0) break;
+    s.append(buf, static_cast<size_t>(n));
+  }
+  os::close(fd);
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
   return s;
 }

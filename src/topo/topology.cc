@@ -62,12 +62,20 @@ bool read_nodes(const std::string& root, std::vector<NodeInfo>* nodes, std::stri
     NodeInfo n;
     n.id = id;
     const std::string dir = base + "/node" + std::to_string(id);
-    if (auto mi = read_text(dir + "/meminfo")) {
-      n.total_bytes = meminfo_bytes(*mi, "MemTotal").value_or(0);
-      n.free_bytes = meminfo_bytes(*mi, "MemFree").value_or(0);
+    // Every online node has these three files. One that cannot be read (EIO, EMFILE, ...) must not be
+    // taken as "no memory" or "no CPUs": that could make the slow node look fast. Fail instead.
+    auto mi = read_text(dir + "/meminfo");
+    auto cl = read_text(dir + "/cpulist");
+    auto dist = read_text(dir + "/distance");
+    if (!mi || !cl || !dist) {
+      *error = "cannot read " + dir + "/" + (!mi ? "meminfo" : !cl ? "cpulist" : "distance");
+      nodes->clear();
+      return false;
     }
-    if (auto cl = read_text(dir + "/cpulist")) parse_id_list(*cl, &n.cpus);
-    if (auto dist = read_text(dir + "/distance")) {
+    n.total_bytes = meminfo_bytes(*mi, "MemTotal").value_or(0);
+    n.free_bytes = meminfo_bytes(*mi, "MemFree").value_or(0);
+    parse_id_list(*cl, &n.cpus);
+    {
       std::stringstream ss(*dist);
       int d;
       while (ss >> d) n.distances.push_back(d);

@@ -1,0 +1,35 @@
+#!/bin/sh
+# kill -9 in the middle of migrations leaves nothing behind that breaks the next run (issue 14).
+# Runs the preload migration workload (objects moved between the nodes by a background thread while
+# another thread writes them) under the preload, kills it with SIGKILL at several moments while it is
+# still running, and checks after each kill that no shared-memory object or temporary file of Sentinel's
+# is left over; then a complete run must pass its own checks and balance its books.
+#   kill9_migration.sh <libsentinel.so> <preload_migration> <place_stats_check>
+set -u
+lib=$1 prog=$2 check=$3
+stats=/tmp/kill9-stats.json
+leftovers() { ls -A /dev/shm /tmp 2>/dev/null | grep -i sentinel | grep -v '^kill9-' ; }
+before=$(leftovers)
+for delay in 1 2 4; do
+  LD_PRELOAD=$lib SENTINEL_STATS=$stats "$prog" >/dev/null 2>&1 &
+  pid=$!
+  sleep "$delay"
+  if ! kill -0 "$pid" 2>/dev/null; then
+    echo "kill9: the workload ended before ${delay}s: nothing was interrupted" >&2
+    exit 1
+  fi
+  kill -9 "$pid"
+  wait "$pid"
+  rc=$?
+  [ "$rc" = 137 ] || { echo "kill9: workload exit status $rc, expected 137 (SIGKILL)" >&2; exit 1; }
+  [ ! -e "$stats" ] || { echo "kill9: a killed run wrote $stats" >&2; exit 1; }
+  after=$(leftovers)
+  if [ "$after" != "$before" ]; then
+    echo "kill9: left behind after SIGKILL at ${delay}s:" >&2
+    echo "$after" >&2
+    exit 1
+  fi
+  echo "kill9: killed at ${delay}s while running; nothing left behind"
+done
+LD_PRELOAD=$lib SENTINEL_STATS=$stats "$prog" || { echo "kill9: the run after the kills failed" >&2; exit 1; }
+"$check" "$stats" 'migrations_done>0' 'live_bytes_at_exit==0' 'invalid_frees==0'

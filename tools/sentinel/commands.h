@@ -2,6 +2,8 @@
 #pragma once
 
 #include <functional>
+
+#include <CLI/CLI.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -10,7 +12,8 @@ namespace sentinel::cli {
 
 int run_main(int argc, char** argv);
 int profile_main(int argc, char** argv);
-
+// Registers `sentinel report` (report_command.cc); *rc receives its exit status.
+void add_report_command(CLI::App& app, int* rc);
 
 
 // The engine of `run`: parses run's options from argv[1..], sets extra_env plus the options' variables,

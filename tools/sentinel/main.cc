@@ -1,6 +1,9 @@
 // The `sentinel` command-line tool: runs programs under the preload and inspects what it recorded.
 #include <cstdio>
-#include <cstring>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
 
 #include "commands.h"
 #ifdef SENTINEL_HAVE_TOPO
@@ -12,53 +15,53 @@
 
 namespace {
 
-void usage(FILE* out) {
-  std::fprintf(out,
-               "usage: sentinel COMMAND [options] [-- program args...]\n"
-               "\n"
-               "Sentinel places the data objects of a training program on fast and slow memory.\n"
-               "\n"
-               "commands:\n"
-               "  run [options] -- PROGRAM ARGS...   run PROGRAM with libsentinel.so preloaded, then\n"
-               "                                     print a summary of what Sentinel saw\n"
-               "  profile [options] -- PROGRAM ...   record an access profile of its first steps\n"
-#ifdef SENTINEL_HAVE_TOPO
-               "  topology [--json]                  show the NUMA nodes and the fast/slow choice\n"
-#endif
-#ifdef SENTINEL_HAVE_PLAN
-               "  replay PROFILE [options]           model a recorded profile under every policy\n"
-#endif
-               "  help                               this text\n"
-               "  --version                          print the version\n"
-               "\n"
-               "Run `sentinel COMMAND --help` for the options of a command.\n");
+// A command that still parses its own arguments: everything after its name goes to main_fn.
+void add_passthrough(CLI::App& app, const char* name, const char* help, int (*main_fn)(int, char**), int* rc) {
+  CLI::App* cmd = app.add_subcommand(name, help);
+  cmd->prefix_command();
+  cmd->set_help_flag();
+  cmd->callback([cmd, name, main_fn, rc] {
+    std::vector<std::string> args = cmd->remaining();
+    std::vector<char*> argv;
+    std::string self = name;
+    argv.push_back(self.data());
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    *rc = main_fn(static_cast<int>(argv.size() - 1), argv.data());
+  });
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
-    usage(stderr);
-    return 2;
-  }
-  const char* cmd = argv[1];
-  if (!std::strcmp(cmd, "help") || !std::strcmp(cmd, "--help") || !std::strcmp(cmd, "-h")) {
-    usage(stdout);
-    return 0;
-  }
-  if (!std::strcmp(cmd, "--version") || !std::strcmp(cmd, "version")) {
-    std::printf("sentinel %s\n", SENTINEL_VERSION);
-    return 0;
-  }
-  if (!std::strcmp(cmd, "run")) return sentinel::cli::run_main(argc - 1, argv + 1);
-  if (!std::strcmp(cmd, "profile")) return sentinel::cli::profile_main(argc - 1, argv + 1);
+  CLI::App app{"Sentinel places the data objects of a training program on fast and slow memory.\n"
+               "Run `sentinel COMMAND --help` for the options of a command.",
+               "sentinel"};
+  app.set_version_flag("--version", std::string("sentinel ") + SENTINEL_VERSION, "print the version");
+  app.require_subcommand(1);
+  int rc = 0;
+  add_passthrough(app, "run", "run PROGRAM with libsentinel.so preloaded, then print a summary of what Sentinel saw",
+                  sentinel::cli::run_main, &rc);
+  add_passthrough(app, "profile", "record an access profile of a program's first steps", sentinel::cli::profile_main,
+                  &rc);
 #ifdef SENTINEL_HAVE_TOPO
-  if (!std::strcmp(cmd, "topology")) return sentinel::cli::topology_main(argc - 1, argv + 1);
+  add_passthrough(app, "topology", "show the NUMA nodes and the fast/slow choice", sentinel::cli::topology_main, &rc);
 #endif
 #ifdef SENTINEL_HAVE_PLAN
-  if (!std::strcmp(cmd, "replay")) return sentinel::cli::replay_main(argc - 1, argv + 1);
+  add_passthrough(app, "replay", "model a recorded profile under every placement policy", sentinel::cli::replay_main,
+                  &rc);
 #endif
-  std::fprintf(stderr, "sentinel: unknown command '%s'\n\n", cmd);
-  usage(stderr);
-  return 2;
+#ifdef SENTINEL_HAVE_REPORT
+  sentinel::cli::add_report_command(app, &rc);
+#endif
+  app.add_subcommand("help", "this text")->callback([&app] { std::fputs(app.help().c_str(), stdout); });
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;
+  }
+  return rc;
 }

@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/stats_keys.h"
+
 namespace sentinel::report {
 
 const char* input_kind_name(InputKind k) {
@@ -38,7 +40,7 @@ bool detect_input_kind(const std::string& path, InputKind* kind, std::string* er
       *kind = InputKind::kProfile;
       return true;
     }
-    if (j.contains("mode") && j.contains("steps_detected")) {
+    if (j.contains(stats_key::kMode) && j.contains(stats_key::kStepsDetected)) {
       *kind = InputKind::kStats;
       return true;
     }

@@ -1,5 +1,6 @@
 #include "report/page.h"
 
+#include "core/stats_keys.h"
 #include "report/charts.h"
 #include "report/page_style.h"
 #include "report/svg.h"
@@ -54,17 +55,17 @@ std::string happened_card(const Json& m) {
                "(SENTINEL_TIMELINE) to see it here.</p></div>";
   if (m.contains("stats")) {
     const Json& st = m["stats"];
-    t += "<p>" + esc(str(st, "mode")) + " mode, " + num(d(st, "runtime_seconds"), 1) + " s, " +
-         num(d(st, "steps_detected"), 0) + " steps (" + esc(str(st, "step_detection")) + "), peak " +
-         esc(human_bytes(d(st, "peak_object_bytes"))) + " in objects.</p>";
-    if (str(st, "mode") == "managed") {
-      t += "<p>" + num(d(st, "managed_steps"), 0) + " managed steps (" + esc(str(st, "managed_stage")) +
-           "), plan fidelity <span class=\"big\">" + pct(d(st, "plan_fidelity")) + "</span>, " +
-           esc(human_bytes(d(st, "bytes_migrated_per_step"))) + " migrated per step (planned " +
-           esc(human_bytes(d(st, "planned_bytes_per_step"))) + "), " + num(d(st, "late_prefetches"), 0) +
+    t += "<p>" + esc(str(st, stats_key::kMode)) + " mode, " + num(d(st, stats_key::kRuntimeSeconds), 1) + " s, " +
+         num(d(st, stats_key::kStepsDetected), 0) + " steps (" + esc(str(st, stats_key::kStepDetection)) + "), peak " +
+         esc(human_bytes(d(st, stats_key::kPeakObjectBytes))) + " in objects.</p>";
+    if (str(st, stats_key::kMode) == "managed") {
+      t += "<p>" + num(d(st, stats_key::kManagedSteps), 0) + " managed steps (" + esc(str(st, stats_key::kManagedStage)) +
+           "), plan fidelity <span class=\"big\">" + pct(d(st, stats_key::kPlanFidelity)) + "</span>, " +
+           esc(human_bytes(d(st, stats_key::kBytesMigratedPerStep))) + " migrated per step (planned " +
+           esc(human_bytes(d(st, stats_key::kPlannedBytesPerStep))) + "), " + num(d(st, stats_key::kLatePrefetches), 0) +
            " late prefetches.</p>";
-    } else if (d(st, "slow_node") < 0) {
-      t += "<p>No slow memory node: " + esc(str(st, "topology")) + ".</p>";
+    } else if (d(st, stats_key::kSlowNode) < 0) {
+      t += "<p>No slow memory node: " + esc(str(st, stats_key::kTopology)) + ".</p>";
     }
   }
   if (m.contains("executed") && m["executed"].contains("step")) {

@@ -34,18 +34,6 @@ std::string num(double value, int decimals) {
   return s;
 }
 
-std::string human_bytes(double bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (std::fabs(bytes) >= 1024 && u < 4) {
-    bytes /= 1024;
-    ++u;
-  }
-  char buf[48];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
-  return buf;
-}
-
 std::string human_ns(double ns) {
   char buf[48];
   if (std::fabs(ns) < 1e3) std::snprintf(buf, sizeof buf, "%.0f ns", ns);

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/human_bytes.h"
+
 namespace sentinel::report {
 
 // Text for an XML/HTML text node or a quoted attribute value (& < > " ' escaped).
@@ -16,8 +18,8 @@ std::string xml_escape(std::string_view text);
 // A number with at most `decimals` digits after the point, trailing zeros dropped ("1.5", "12", "-0.25").
 std::string num(double value, int decimals = 2);
 
-// Bytes for a reader: "0 B", "512 B", "1.5 KiB", "130.4 MiB", "2.0 GiB".
-std::string human_bytes(double bytes);
+// Bytes for a reader (core/human_bytes.h).
+using ::sentinel::human_bytes;
 
 // Nanoseconds for a reader: "850 ns", "12.3 us", "271.8 ms", "1.25 s".
 std::string human_ns(double ns);

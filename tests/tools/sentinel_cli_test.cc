@@ -2,7 +2,14 @@
 // profile_command.cc): exit statuses, help, version, and how `run` finds its program.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <unistd.h>
+
+#include "core/stats_keys.h"
 #include "run_sentinel.h"
+#include "status_line.h"
 
 namespace sentinel {
 namespace {
@@ -59,6 +66,44 @@ TEST(SentinelCli, RunPassesTheProgramItsOwnOptions) {
                 &out, &err),
             0)
       << err;
+}
+
+TEST(StatusLine, SaysModeStageStepsDramAndMigrationsWithinTheWidth) {
+  LiveStatus s;
+  std::snprintf(s.mode, sizeof s.mode, "managed");
+  std::snprintf(s.stage, sizeof s.stage, "planning");
+  s.steps = 12;
+  s.dram_bytes = 3 << 20;
+  s.budget_bytes = 4 << 20;
+  s.migrations = 5;
+  s.migrated_bytes = 10 << 20;
+  s.managed_steps = 2;
+  s.late_prefetches = 1;
+  EXPECT_EQ(cli::format_status_line(s, 0),
+            "sentinel: managed, planning | step 12 | DRAM 3.0 MiB of 4.0 MiB | 5 migrations (10.0 MiB) | 2 managed, 1 late");
+  EXPECT_EQ(cli::format_status_line(s, 20).size(), 20u);
+  s.budget_bytes = 0;  // no budget: no "of"
+  EXPECT_EQ(cli::format_status_line(s, 0).find(" of "), std::string::npos);
+}
+
+// The preload writes the stats file and `sentinel run` summarises it through one list of keys.
+TEST(SentinelCli, EveryStatsKeyThePreloadWritesIsInTheSharedList) {
+  const std::set<std::string_view> known(stats_key::kAll.begin(), stats_key::kAll.end());
+  for (const char* mode : {"track", "profile", "managed"}) {
+    char path[] = "/tmp/stats-keys-XXXXXX";
+    ::close(::mkstemp(path));
+    std::string out, err;
+    ASSERT_EQ(run({"run", "--quiet", "--lib", SENTINEL_LIB, "--mode", mode, "--stats", path, "--", "/bin/true"}, &out,
+                  &err),
+              0)
+        << err;
+    std::ifstream in(path);
+    const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+    std::remove(path);
+    ASSERT_TRUE(j.is_object()) << mode;
+    for (const auto& [k, v] : j.items()) EXPECT_TRUE(known.count(k)) << k << " (" << mode << ") is not in stats_keys.h";
+    EXPECT_TRUE(j.contains(stats_key::kStepsDetected));
+  }
 }
 
 }  // namespace

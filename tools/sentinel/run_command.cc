@@ -14,6 +14,8 @@
 
 #include "commands.h"
 #include "core/config.h"
+#include "core/live_status.h"
+#include "status_line.h"
 #ifdef SENTINEL_HAVE_TOPO
 #include "topo/topology.h"
 #endif
@@ -63,6 +65,20 @@ std::string executable_dir() {
   std::string path(buf);
   const size_t slash = path.rfind('/');
   return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+// Waits for the child, redrawing the status line from the status file four times a second; the line is
+// gone when this returns.
+void wait_with_status_line(pid_t child, const char* status_path, int* status) {
+  StatusLine line(STDERR_FILENO);
+  for (;;) {
+    const pid_t r = ::waitpid(child, status, WNOHANG);
+    if (r == child || (r < 0 && errno != EINTR)) return;
+    LiveStatus s;
+    if (read_live_status(status_path, &s)) line.draw(s);
+    struct timespec pause = {0, 250'000'000};
+    ::nanosleep(&pause, nullptr);
+  }
 }
 
 }  // namespace
@@ -140,6 +156,19 @@ int run_program(const RunOptions& options, const EnvList& extra_env) {
     }
   }
 
+  // On a terminal, the runtime publishes its live status to a file this process draws from.
+  const bool live = !quiet && ::isatty(STDERR_FILENO) == 1;
+  char status_path[] = "/tmp/sentinel-status-XXXXXX";
+  bool have_status = false;
+  if (live) {
+    const int fd = ::mkstemp(status_path);
+    if (fd >= 0) {
+      ::close(fd);
+      have_status = true;
+      env.emplace_back("SENTINEL_STATUS", status_path);
+    }
+  }
+
   std::vector<char*> argv;
   for (const std::string& a : options.program) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -160,7 +189,12 @@ int run_program(const RunOptions& options, const EnvList& extra_env) {
   // The terminal's Ctrl-C reaches the child directly; the tool waits to report.
   ::signal(SIGINT, SIG_IGN);
   int status = 0;
-  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  if (have_status) {
+    wait_with_status_line(child, status_path, &status);
+    ::unlink(status_path);
+  } else {
+    while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    }
   }
   const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   if (!quiet && !stats.empty()) {

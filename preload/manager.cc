@@ -22,6 +22,7 @@
 #include "profiler.h"
 #include "runtime.h"
 #include "runtime_state.h"
+#include "status_file.h"
 #include "vocabulary.h"
 
 namespace sentinel::rt {
@@ -166,6 +167,11 @@ StepProfile in_extent_bytes(const StepProfile& p) {
 // Makes the plan for the current profile (or compiles SENTINEL_PLAN against it) and puts it in force from
 // the next step on. False when nothing could be planned (logged).
 bool plan_and_start(Manager& m, const char* why) {
+  // `sentinel run`'s status line says "planning" while the planner runs.
+  status_stage_begin("planning");
+  struct StageDone {
+    ~StageDone() { status_stage_done(); }
+  } stage_done;
   std::string error;
   if (m.profile->period < kMinPlanPeriod) {
     // Python's imports and other set-up loops repeat too: a "step" of one or two allocations has no

@@ -12,6 +12,7 @@
 #include "profiler.h"
 #include "runtime.h"
 #include "runtime_state.h"
+#include "status_file.h"
 
 namespace sentinel::rt {
 namespace {
@@ -48,6 +49,7 @@ void* service_main(void*) {
   while (g_running.load(std::memory_order_relaxed)) {
     const uint32_t seen = g_state.service_wake.load(std::memory_order_acquire);
     dispatch_pass();
+    status_publish(false);
     flush_deferred();
     migrate::futex_wait(&g_state.service_wake, seen, std::chrono::milliseconds(100));
   }

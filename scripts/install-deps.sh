@@ -11,6 +11,8 @@ packages=(
   libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev
+  # The `sentinel` command's option parsing (header-only CLI11).
+  libcli11-dev
   libunwind-dev
   # The exact MILP reference of `sentinel replay --optimal` (src/plan/milp_cbc.cc).
   coinor-libcbc-dev
@@ -18,6 +20,9 @@ packages=(
   python3-torch libopenblas0-pthread
   # Installing and packaging: man pages from --help, the .deb (dpkg-shlibdeps), man for its test.
   help2man dpkg-dev man-db
+  # `sentinel report` is tested by rendering it in headless Chromium; with --no-install-recommends it
+  # needs a font (DejaVu) and fontconfig to draw text in the screenshot.
+  chromium fonts-dejavu-core fontconfig
   # The two-node NUMA guest (scripts/numa-guest.sh).
   qemu-system-x86 busybox-static cpio
 )

@@ -173,6 +173,10 @@ constexpr Entry kEntries[] = {
       "count how many bytes are where the plan wants them",
       nullptr},
      [](Parser& p, Config& c) { p.number(false, 0, 1000000, &c.placement_check); }},
+    {{"SENTINEL_STATUS", kPathValues, "none",
+      "a file the runtime keeps its live status in (core/live_status.h); `sentinel run` sets it on a terminal",
+      nullptr},
+     [](Parser& p, Config& c) { p.path(c.status_path, sizeof c.status_path); }},
 };
 constexpr size_t kEntryCount = sizeof kEntries / sizeof kEntries[0];
 

@@ -58,6 +58,7 @@ struct Config {
   uint32_t timeline_steps = 3;            // SENTINEL_TIMELINE_STEPS: managed steps written to it
   uint32_t replan_rounds = 8;             // SENTINEL_REPLAN_ROUNDS: late-prefetch replans at most
   uint32_t placement_check = 0;           // SENTINEL_PLACEMENT_CHECK: query page nodes every N phases
+  char status_path[kPathMax] = {};        // SENTINEL_STATUS: live status file (core/live_status.h)
 
   // Whether a completed profile goes to profile_out.
   bool write_profile() const { return mode == Mode::kProfile || profile_out_set; }

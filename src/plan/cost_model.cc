@@ -80,6 +80,7 @@ bool simulate_plan(const ProfileIndex& index, const Plan& plan, const MemorySyst
     r.phase_stall_ns.assign(P, 0);
     r.phase_slow_objects.assign(P, {});
   }
+  if (options.record_objects) r.object_state.assign(static_cast<size_t>(P) * objs.size(), ObjectPhaseState::kDead);
   std::vector<ObjState> st(objs.size());
   uint64_t resident = 0;
   for (uint32_t i = 0; i < objs.size(); ++i) {
@@ -162,6 +163,17 @@ bool simulate_plan(const ProfileIndex& index, const Plan& plan, const MemorySyst
         if (last) {
           r.migrated_bytes += objs[m.obj].size;
           ++r.migrations;
+          if (options.record_objects) r.issued.push_back({k, m.obj, m.kind});
+        }
+      }
+      if (last && options.record_objects) {
+        ObjectPhaseState* row = &r.object_state[static_cast<size_t>(k) * objs.size()];
+        for (uint32_t i = 0; i < objs.size(); ++i) {
+          const ObjState& o = st[i];
+          if (!o.alive) continue;
+          const bool copying = o.job_done > now;
+          row[i] = o.target == Tier::kFast ? (copying ? ObjectPhaseState::kToFast : ObjectPhaseState::kFast)
+                                           : (copying ? ObjectPhaseState::kToSlow : ObjectPhaseState::kSlow);
         }
       }
       // 5. Residency of phase k.
@@ -187,6 +199,7 @@ bool simulate_plan(const ProfileIndex& index, const Plan& plan, const MemorySyst
                 ++r.late_prefetches;
                 if (options.record_moves)
                   r.move_stall_ns[o.last_move] = std::max(r.move_stall_ns[o.last_move], o.job_done - now);
+                if (options.record_objects) r.late_uses.push_back({k, a.obj, o.job_done - now});
               }
             }
           }

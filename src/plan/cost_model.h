@@ -37,6 +37,30 @@ struct SimOptions {
   uint64_t budget_bytes = 0;   // residency above it is counted as a violation (0: no check)
   bool record_moves = false;   // fill SimResult::move_* (the planner's repair loop needs them)
   bool record_phases = false;  // fill SimResult::phase_* (diagnostics; does not change the model)
+  bool record_objects = false; // fill SimResult::object_state and ::issued (reports; no model change)
+};
+
+// Where an object is during a phase of the last replayed step (record_objects).
+enum class ObjectPhaseState : uint8_t {
+  kDead = 0,        // not alive in this phase
+  kFast = 1,
+  kSlow = 2,
+  kToFast = 3,      // a prefetch is copying it during (part of) the phase
+  kToSlow = 4,      // an eviction is copying it; it still holds fast memory
+};
+
+// A migration the last replayed step issued (no-op moves left out).
+struct IssuedMove {
+  uint32_t phase = 0;
+  uint32_t obj = 0;       // index into ProfileIndex::objects()
+  MoveKind kind = MoveKind::kEvict;
+};
+
+// A use that waited for a prefetch still copying (a late prefetch) in the last replayed step.
+struct LateUse {
+  uint32_t phase = 0;     // the phase that waited
+  uint32_t obj = 0;
+  double stall_ns = 0;
 };
 
 struct SimResult {
@@ -62,6 +86,12 @@ struct SimResult {
   std::vector<double> phase_extra_ns;
   std::vector<double> phase_stall_ns;
   std::vector<std::vector<uint32_t>> phase_slow_objects;
+  // With record_objects, for the last step: object_state[k * objects + i] at the start of phase k
+  // (after the migrations of event k were issued), the issued migrations in issue order and the
+  // late prefetches (late_uses.size() == late_prefetches).
+  std::vector<ObjectPhaseState> object_state;
+  std::vector<IssuedMove> issued;
+  std::vector<LateUse> late_uses;
 };
 
 // Flattened move index of events[k][i].

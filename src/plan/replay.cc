@@ -122,8 +122,9 @@ bool add_executed_rows(const std::string& timeline_path, const ProfileIndex& ind
 }
 
 bool replay_policies(const ProfileIndex& index, const MemorySystem& mem, const ReplayOptions& options,
-                     std::vector<ReplayRow>* rows, std::string* error) {
+                     std::vector<ReplayRow>* rows, std::string* error, std::vector<Plan>* plans) {
   rows->clear();
+  if (plans != nullptr) plans->clear();
   double dram_ns = 0;
   std::vector<Plan> starts;  // the budgeted policies' plans: start points of the exact reference
   for (Policy p : all_policies()) {
@@ -132,6 +133,7 @@ bool replay_policies(const ProfileIndex& index, const MemorySystem& mem, const R
     ReplayRow row;
     if (!simulate_row(index, mem, options, plan, plan.summary.budget_bytes, &row, error)) return false;
     row.policy = policy_name(p);
+    if (plans != nullptr) plans->push_back(plan);
     if (p == Policy::kAllDram) {
       row.budget_violations = 0;
       dram_ns = row.step_ns;
@@ -157,6 +159,7 @@ bool replay_policies(const ProfileIndex& index, const MemorySystem& mem, const R
     lower_bound(index, mem, budget, &lb);
     row.lower_bound_ns = lb.step_ns;
     rows->push_back(row);
+    if (plans != nullptr) plans->push_back(std::move(opt.plan));
   }
   for (ReplayRow& row : *rows) row.ratio = dram_ns > 0 ? row.step_ns / dram_ns : 1.0;
   return true;
@@ -178,6 +181,10 @@ bool sweep_budgets(const ProfileIndex& index, const MemorySystem& mem, const Rep
     for (const ReplayRow& r : rows) {
       if (r.policy == "sentinel") pt.sentinel = r;
       else if (r.policy == "all-dram") pt.all_dram_ns = r.step_ns;
+      else if (r.policy == "optimal") {
+        pt.optimal = r;
+        pt.has_optimal = true;
+      }
       else if (!have_best || r.step_ns < pt.best_baseline.step_ns) {
         pt.best_baseline = r;
         have_best = true;
@@ -267,6 +274,7 @@ std::string format_sweep_json(const std::vector<SweepPoint>& points) {
                  {"best_baseline", row_json(p.best_baseline)},
                  {"gap_closed", p.gap_closed},
                  {"modeled", true}});
+    if (p.has_optimal) j.back()["optimal"] = row_json(p.optimal);
   }
   return j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }

@@ -48,15 +48,18 @@ struct ReplayOptions {
   OptimalConfig optimal;
 };
 
-// One row per policy in all_policies() order, then "optimal" when asked for.
+// One row per policy in all_policies() order, then "optimal" when asked for. With plans, also the
+// plan behind each row (same order).
 bool replay_policies(const ProfileIndex& index, const MemorySystem& mem, const ReplayOptions& options,
-                     std::vector<ReplayRow>* rows, std::string* error);
+                     std::vector<ReplayRow>* rows, std::string* error, std::vector<Plan>* plans = nullptr);
 
 struct SweepPoint {
   double fraction = 0;          // budget / peak
   uint64_t budget_bytes = 0;
   ReplayRow sentinel;
-  ReplayRow best_baseline;      // the fastest policy other than sentinel and all-dram
+  ReplayRow best_baseline;      // the fastest policy other than sentinel, all-dram and optimal
+  bool has_optimal = false;     // options.with_optimal: the exact reference's row at this budget
+  ReplayRow optimal;
   double all_dram_ns = 0;
   // (best baseline - sentinel) / (best baseline - all-dram); 1 when there is no gap to close.
   double gap_closed = 1;

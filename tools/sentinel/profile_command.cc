@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,19 +17,6 @@ namespace {
 
 // Alive for at most this many phases: a temporary.
 constexpr uint32_t kShortLivedPhases = 3;
-
-void usage(FILE* out) {
-  std::fprintf(out,
-               "usage: sentinel profile [options] -- PROGRAM [ARGS...]\n\n"
-               "Runs PROGRAM under Sentinel in profile mode and prints a summary of the profile.\n\n"
-               "options:\n"
-               "  --out FILE        profile file (default sentinel-profile.json; SENTINEL_PROFILE_OUT)\n"
-               "  --warmup N        steps skipped after detection (default 1; SENTINEL_WARMUP_STEPS)\n"
-               "  --steps N         steps profiled (default 2; SENTINEL_PROFILE_STEPS)\n"
-               "  --sampler S       auto | pebs | ibs | software | none (SENTINEL_SAMPLER)\n"
-               "  --sample-period N PMU events per sample (SENTINEL_SAMPLE_PERIOD)\n"
-               "  and every option of `sentinel run` (see sentinel run --help)\n");
-}
 
 std::string mib(uint64_t b) {
   char buf[32];
@@ -51,8 +39,6 @@ bool alive_in(const ObjectProfile& o, uint32_t phase, uint32_t period) {
   if (o.death_phase < period) return phase >= o.birth_phase && phase <= o.death_phase;
   return phase >= o.birth_phase || phase <= o.death_phase - period;
 }
-
-}  // namespace
 
 void print_profile_summary(const StepProfile& p, const std::string& path) {
   std::fprintf(stderr, "\n== Sentinel profile: %s ==\n", path.c_str());
@@ -121,70 +107,67 @@ void print_profile_summary(const StepProfile& p, const std::string& path) {
   print("hottest objects (accesses per byte):", by_heat);
 }
 
-// The profile path this run will write: the last --out among the options (which end at "--" or at the
-// program; every option but --quiet, -h and --help takes a value, as `sentinel run` parses them), else
-// SENTINEL_PROFILE_OUT from the environment, else the preload's default. Known before the program
-// starts, so that a stale file at exactly that path can be removed first.
-std::string profile_out_path(int argc, char** argv) {
-  std::string out;
-  for (int i = 1; i < argc; ++i) {
-    const char* arg = argv[i];
-    if (!std::strcmp(arg, "--") || arg[0] != '-') break;
-    if (!std::strcmp(arg, "--quiet") || !std::strcmp(arg, "-h") || !std::strcmp(arg, "--help")) continue;
-    if (i + 1 >= argc) break;  // run_program reports the missing value
-    if (!std::strcmp(arg, "--out")) out = argv[i + 1];
-    ++i;
-  }
-  if (!out.empty()) return out;
-  const char* env = std::getenv("SENTINEL_PROFILE_OUT");
-  return env != nullptr && *env != '\0' ? env : "sentinel-profile.json";
-}
+}  // namespace
 
-int profile_main(int argc, char** argv) {
-  for (int i = 1; i < argc && std::strcmp(argv[i], "--") != 0; ++i) {
-    if (!std::strcmp(argv[i], "-h") || !std::strcmp(argv[i], "--help")) {
-      usage(stdout);
-      return 0;
-    }
-  }
-  const std::string out = profile_out_path(argc, argv);
-  // A stale profile must not pass for this run's: remove the file this run is going to write, and
-  // only that one (another profile at the default path is left alone when --out names a different one).
-  if (std::remove(out.c_str()) != 0 && errno != ENOENT) {
-    std::fprintf(stderr, "sentinel profile: cannot remove the old profile '%s': %s\n", out.c_str(),
-                 std::strerror(errno));
-    return 2;
-  }
-  // The preload writes where this command reads, whatever the environment says.
-  const EnvList env = {{"SENTINEL_MODE", "profile"}, {"SENTINEL_PROFILE_OUT", out}};
-  auto option = [&](int i, char** av, EnvList* extra) {
-    struct Map {
-      const char* opt;
-      const char* var;
-    };
-    static const Map kMap[] = {{"--out", "SENTINEL_PROFILE_OUT"},
-                               {"--warmup", "SENTINEL_WARMUP_STEPS"},
-                               {"--steps", "SENTINEL_PROFILE_STEPS"},
-                               {"--sampler", "SENTINEL_SAMPLER"},
-                               {"--sample-period", "SENTINEL_SAMPLE_PERIOD"}};
-    for (const auto& m : kMap) {
-      if (!std::strcmp(av[i], m.opt)) {
-        extra->emplace_back(m.var, av[i + 1]);
-        return true;
-      }
-    }
-    return false;
+void add_profile_command(CLI::App& app, int* rc) {
+  struct Options {
+    RunOptions run;
+    std::string out;
+    EnvList env;  // from the profile-only options
   };
-  const int code = run_program(argc, argv, env, option);
-  StepProfile profile;
-  std::string error;
-  if (!read_profile_file(out, &profile, &error)) {
-    std::fprintf(stderr, "sentinel profile: no profile recorded (%s). Did the program run %s?\n", error.c_str(),
-                 "enough steps (warm-up + profiled + 1)");
-    return code != 0 ? code : 1;
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand("profile", "record an access profile of a program's first steps");
+  cmd->add_option("--out", o->out, "profile file (default sentinel-profile.json; SENTINEL_PROFILE_OUT)")
+      ->type_name("FILE");
+  struct Map {
+    const char* opt;
+    const char* var;
+    const char* help;
+  };
+  static const Map kMap[] = {{"--warmup", "SENTINEL_WARMUP_STEPS", "steps skipped after detection (default 1)"},
+                             {"--steps", "SENTINEL_PROFILE_STEPS", "steps profiled (default 2)"},
+                             {"--sample-period", "SENTINEL_SAMPLE_PERIOD", "PMU events per sample"}};
+  for (const Map& m : kMap) {
+    const std::string var = m.var;
+    cmd->add_option_function<std::string>(
+           m.opt, [o, var](const std::string& v) { o->env.emplace_back(var, v); },
+           std::string(m.help) + " (" + m.var + ")")
+        ->type_name("N");
   }
-  print_profile_summary(profile, out);
-  return code;
+  add_run_options(cmd, &o->run);
+  cmd->footer("Runs PROGRAM under Sentinel in profile mode and prints a summary of the profile.\n"
+              "Takes every option of `sentinel run` too.");
+  cmd->callback([o, rc] {
+    // The profile path this run writes: --out, else SENTINEL_PROFILE_OUT from the environment, else the
+    // preload's default. A stale profile must not pass for this run's: remove the file this run is going
+    // to write, and only that one (another profile at the default path is left alone when --out names a
+    // different one).
+    std::string out = o->out;
+    if (out.empty()) {
+      const char* env = std::getenv("SENTINEL_PROFILE_OUT");
+      out = env != nullptr && *env != '\0' ? env : "sentinel-profile.json";
+    }
+    if (std::remove(out.c_str()) != 0 && errno != ENOENT) {
+      std::fprintf(stderr, "sentinel profile: cannot remove the old profile '%s': %s\n", out.c_str(),
+                   std::strerror(errno));
+      *rc = 2;
+      return;
+    }
+    // The preload writes where this command reads, whatever the environment says.
+    RunOptions run = o->run;
+    run.env.insert(run.env.end(), o->env.begin(), o->env.end());
+    const int code = run_program(run, {{"SENTINEL_MODE", "profile"}, {"SENTINEL_PROFILE_OUT", out}});
+    StepProfile profile;
+    std::string error;
+    if (!read_profile_file(out, &profile, &error)) {
+      std::fprintf(stderr, "sentinel profile: no profile recorded (%s). Did the program run %s?\n", error.c_str(),
+                   "enough steps (warm-up + profiled + 1)");
+      *rc = code != 0 ? code : 1;
+      return;
+    }
+    print_profile_summary(profile, out);
+    *rc = code;
+  });
 }
 
 }  // namespace sentinel::cli

@@ -8,12 +8,14 @@
 
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
-#include <functional>
 #include <vector>
 
 #include "commands.h"
 #include "core/config.h"
+#include "core/live_status.h"
+#include "status_line.h"
 #ifdef SENTINEL_HAVE_TOPO
 #include "topo/topology.h"
 #endif
@@ -21,34 +23,17 @@
 namespace sentinel::cli {
 namespace {
 
-// Every option maps to one SENTINEL_* variable of the runtime's configuration table (core/config.h); values
-// are checked by the runtime itself, which names the variable and the accepted values.
-const ConfigVariable* variable_of_option(const char* option) {
+// The variables the runtime reads, for the end of `sentinel run --help`.
+std::string variables_help() {
+  std::string text =
+      "With --fast-budget and no --mode, a machine with a slow memory node runs managed mode (objects\n"
+      "move along a plan every step); with one node it runs track mode.\n\nEvery variable the runtime reads:\n";
   for (size_t i = 0; i < config_variable_count(); ++i) {
     const ConfigVariable& v = config_variable(i);
-    if (v.cli_option != nullptr && !std::strcmp(v.cli_option, option)) return &v;
+    text += std::string("  ") + v.name + ": " + v.meaning + ". Accepted: " + v.values + ". Default: " +
+            v.default_text + ".\n";
   }
-  return nullptr;
-}
-
-void usage(FILE* out) {
-  std::fprintf(out, "usage: sentinel run [options] -- PROGRAM [ARGS...]\n\noptions (each sets a SENTINEL_* variable):\n");
-  for (size_t i = 0; i < config_variable_count(); ++i) {
-    const ConfigVariable& v = config_variable(i);
-    if (v.cli_option == nullptr) continue;
-    std::fprintf(out, "  %-15s VALUE  %s (%s; default %s)\n", v.cli_option, v.meaning, v.name, v.default_text);
-  }
-  std::fprintf(out,
-               "  --lib PATH             libsentinel.so to preload (default: next to this tool)\n"
-               "  --quiet                no summary at the end\n"
-               "  -h, --help             this text\n"
-               "\nWith --fast-budget and no --mode, a machine with a slow memory node runs managed mode (objects\n"
-               "move along a plan every step); with one node it runs track mode.\n"
-               "\nEvery variable the runtime reads:\n");
-  for (size_t i = 0; i < config_variable_count(); ++i) {
-    const ConfigVariable& v = config_variable(i);
-    std::fprintf(out, "  %-24s %s. Accepted: %s. Default: %s.\n", v.name, v.meaning, v.values, v.default_text);
-  }
+  return text;
 }
 
 // Whether this machine (as the runtime would see it) has a slow node, for picking managed mode.
@@ -82,6 +67,20 @@ std::string executable_dir() {
   return slash == std::string::npos ? "." : path.substr(0, slash);
 }
 
+// Waits for the child, redrawing the status line from the status file four times a second; the line is
+// gone when this returns.
+void wait_with_status_line(pid_t child, const char* status_path, int* status) {
+  StatusLine line(STDERR_FILENO);
+  for (;;) {
+    const pid_t r = ::waitpid(child, status, WNOHANG);
+    if (r == child || (r < 0 && errno != EINTR)) return;
+    LiveStatus s;
+    if (read_live_status(status_path, &s)) line.draw(s);
+    struct timespec pause = {0, 250'000'000};
+    ::nanosleep(&pause, nullptr);
+  }
+}
+
 }  // namespace
 
 std::string default_library_path() {
@@ -93,57 +92,43 @@ std::string default_library_path() {
   return "";
 }
 
-int run_main(int argc, char** argv) { return run_program(argc, argv, {}, nullptr); }
+void add_run_options(CLI::App* cmd, RunOptions* options) {
+  // Every option maps to one SENTINEL_* variable of the runtime's configuration table (core/config.h);
+  // values are checked by the runtime itself, which names the variable and the accepted values.
+  for (size_t i = 0; i < config_variable_count(); ++i) {
+    const ConfigVariable& v = config_variable(i);
+    if (v.cli_option == nullptr) continue;
+    const std::string name = v.name;
+    cmd->add_option_function<std::string>(
+           v.cli_option, [options, name](const std::string& value) { options->env.emplace_back(name, value); },
+           std::string(v.meaning) + " (" + v.name + "; default " + v.default_text + ")")
+        ->type_name("VALUE");
+  }
+  cmd->add_option("--lib", options->lib, "libsentinel.so to preload (default: next to this tool)")->type_name("PATH");
+  cmd->add_flag("--quiet", options->quiet, "no summary at the end");
+  cmd->add_option("PROGRAM", options->program, "the program and its arguments (after \"--\" or the first word "
+                                               "that is not an option)")
+      ->required();
+  cmd->positionals_at_end();
+}
 
-int run_program(int argc, char** argv, const EnvList& extra_env,
-                const std::function<bool(int, char**, EnvList*)>& extra_option) {
-  std::vector<std::pair<std::string, std::string>> env = extra_env;
-  std::string lib = default_library_path();
+void add_run_command(CLI::App& app, int* rc) {
+  auto options = std::make_shared<RunOptions>();
+  CLI::App* cmd = app.add_subcommand("run", "run PROGRAM with libsentinel.so preloaded, then print a summary of "
+                                            "what Sentinel saw");
+  add_run_options(cmd, options.get());
+  cmd->footer(variables_help());
+  cmd->callback([options, rc] { *rc = run_program(*options, {}); });
+}
+
+int run_program(const RunOptions& options, const EnvList& extra_env) {
+  EnvList env = extra_env;
+  env.insert(env.end(), options.env.begin(), options.env.end());
+  const std::string lib = options.lib.empty() ? default_library_path() : options.lib;
+  const bool quiet = options.quiet;
   std::string stats;
-  bool quiet = false;
-  int i = 1;
-  for (; i < argc; ++i) {
-    const char* arg = argv[i];
-    if (!std::strcmp(arg, "--")) {
-      ++i;
-      break;
-    }
-    if (!std::strcmp(arg, "-h") || !std::strcmp(arg, "--help")) {
-      usage(stdout);
-      return 0;
-    }
-    if (!std::strcmp(arg, "--quiet")) {
-      quiet = true;
-      continue;
-    }
-    if (arg[0] != '-') break;  // the program, without "--"
-    if (i + 1 >= argc) {
-      std::fprintf(stderr, "sentinel run: %s needs a value\n", arg);
-      return 2;
-    }
-    if (!std::strcmp(arg, "--lib")) {
-      lib = argv[++i];
-      continue;
-    }
-    if (extra_option && extra_option(i, argv, &env)) {
-      ++i;
-      continue;
-    }
-    const ConfigVariable* v = variable_of_option(arg);
-    if (v != nullptr) {
-      env.emplace_back(v->name, argv[++i]);
-      if (!std::strcmp(v->name, "SENTINEL_STATS")) stats = argv[i];
-    } else {
-      std::fprintf(stderr, "sentinel run: unknown option '%s'\n", arg);
-      usage(stderr);
-      return 2;
-    }
-  }
-  if (i >= argc) {
-    std::fprintf(stderr, "sentinel run: no program given\n");
-    usage(stderr);
-    return 2;
-  }
+  for (const auto& [k, v] : env)
+    if (k == "SENTINEL_STATS") stats = v;
   auto has = [&](const char* name) {
     for (const auto& kv : env)
       if (kv.first == name) return true;
@@ -171,6 +156,22 @@ int run_program(int argc, char** argv, const EnvList& extra_env,
     }
   }
 
+  // On a terminal, the runtime publishes its live status to a file this process draws from.
+  const bool live = !quiet && ::isatty(STDERR_FILENO) == 1;
+  char status_path[] = "/tmp/sentinel-status-XXXXXX";
+  bool have_status = false;
+  if (live) {
+    const int fd = ::mkstemp(status_path);
+    if (fd >= 0) {
+      ::close(fd);
+      have_status = true;
+      env.emplace_back("SENTINEL_STATUS", status_path);
+    }
+  }
+
+  std::vector<char*> argv;
+  for (const std::string& a : options.program) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
   const pid_t child = ::fork();
   if (child < 0) {
     std::perror("sentinel run: fork");
@@ -181,14 +182,19 @@ int run_program(int argc, char** argv, const EnvList& extra_env,
     std::string preload = lib;
     if (const char* old = ::getenv("LD_PRELOAD"); old != nullptr && *old != '\0') preload += std::string(":") + old;
     ::setenv("LD_PRELOAD", preload.c_str(), 1);
-    ::execvp(argv[i], argv + i);
-    std::fprintf(stderr, "sentinel run: cannot run '%s': %s\n", argv[i], std::strerror(errno));
+    ::execvp(argv[0], argv.data());
+    std::fprintf(stderr, "sentinel run: cannot run '%s': %s\n", argv[0], std::strerror(errno));
     ::_exit(127);
   }
   // The terminal's Ctrl-C reaches the child directly; the tool waits to report.
   ::signal(SIGINT, SIG_IGN);
   int status = 0;
-  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  if (have_status) {
+    wait_with_status_line(child, status_path, &status);
+    ::unlink(status_path);
+  } else {
+    while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    }
   }
   const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   if (!quiet && !stats.empty()) {

@@ -1,5 +1,4 @@
-#include "topo/topology_cli.h"
-
+// `sentinel topology` (tools/sentinel/topology_command.cc) on faked sysfs trees.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -7,24 +6,22 @@
 #include <vector>
 
 #include "fake_sysfs.h"
+#include "run_sentinel.h"
 
 namespace sentinel::cli {
 namespace {
 
 int run(std::vector<std::string> args, std::string* out) {
-  std::vector<char*> argv;
   args.insert(args.begin(), "topology");
-  for (auto& a : args) argv.push_back(a.data());
-  ::testing::internal::CaptureStdout();
-  int rc = topology_main(static_cast<int>(argv.size()), argv.data());
-  *out = ::testing::internal::GetCapturedStdout();
-  return rc;
+  std::string err;
+  return test::run_sentinel(args, out, &err);
 }
 
 TEST(TopologyCli, HelpExitsZero) {
   std::string out;
   EXPECT_EQ(run({"--help"}, &out), 0);
-  EXPECT_NE(out.find("usage: sentinel topology"), std::string::npos);
+  EXPECT_NE(out.find("Usage: sentinel topology"), std::string::npos);
+  EXPECT_NE(out.find("--sysfs-root"), std::string::npos);
 }
 
 TEST(TopologyCli, UnknownArgumentIsUsageError) {

@@ -1,27 +1,19 @@
-#include "topo/topology_cli.h"
-
+// `sentinel topology`: prints every NUMA node (size, free, CPUs, distances, tier, HMAT) and which
+// node is taken as fast and as slow, and why. Reads SENTINEL_FAST_NODE / SENTINEL_SLOW_NODE /
+// SENTINEL_SYSFS_ROOT like the runtime does; options override them. Exit status: 0 ok, 1 detection
+// failed (e.g. an invalid override), 2 usage error.
 #include <cstdio>
-#include <cstring>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "commands.h"
+#include "core/config.h"
 #include "topo/sysfs.h"
 #include "topo/topology.h"
 
 namespace sentinel::cli {
-
 namespace {
-
-void usage(FILE* out) {
-  std::fputs(
-      "usage: sentinel topology [--json] [--fast N] [--slow N] [--sysfs-root DIR]\n"
-      "Prints the NUMA nodes and which node is taken as the fast (DRAM) and the slow tier, and why.\n"
-      "  --json            machine-readable output\n"
-      "  --fast N          override the fast node (default: $SENTINEL_FAST_NODE, else automatic)\n"
-      "  --slow N          override the slow node (default: $SENTINEL_SLOW_NODE, else automatic)\n"
-      "  --sysfs-root DIR  read the node tree from DIR instead of /sys ($SENTINEL_SYSFS_ROOT)\n",
-      out);
-}
 
 std::string mib(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
 
@@ -68,48 +60,11 @@ void print_text(const topo::Topology& t) {
   std::printf("source: %s\n", t.source.c_str());
 }
 
-}  // namespace
-
-int topology_main(int argc, char** argv) {
-  Config config;
-  char message[512];
-  if (!parse_config_from_environ(&config, message, sizeof message)) {
-    std::fprintf(stderr, "%s\n", message);
-    return 2;
-  }
-  topo::TopologyOptions options = topo::options_from_config(config);
-  bool json = false;
-  for (int i = 1; i < argc; ++i) {
-    const char* a = argv[i];
-    auto value = [&](const char* flag) -> const char* {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "sentinel topology: %s needs a value\n", flag);
-        return nullptr;
-      }
-      return argv[++i];
-    };
-    if (!std::strcmp(a, "--help") || !std::strcmp(a, "-h")) {
-      usage(stdout);
-      return 0;
-    } else if (!std::strcmp(a, "--json")) {
-      json = true;
-    } else if (!std::strcmp(a, "--fast") || !std::strcmp(a, "--slow") || !std::strcmp(a, "--sysfs-root")) {
-      const char* v = value(a);
-      if (v == nullptr) return 2;
-      if (!std::strcmp(a, "--fast")) options.fast_override = v;
-      else if (!std::strcmp(a, "--slow")) options.slow_override = v;
-      else options.sysfs_root = v;
-    } else {
-      std::fprintf(stderr, "sentinel topology: unknown argument '%s'\n", a);
-      usage(stderr);
-      return 2;
-    }
-  }
+int run_topology(const topo::TopologyOptions& options, bool json) {
   topo::Topology t;
   std::string error;
   if (!topo::detect_topology(options, &t, &error)) {
-    if (json)
-      std::printf("%s\n", nlohmann::json({{"error", error}}).dump(2).c_str());
+    if (json) std::printf("%s\n", nlohmann::json({{"error", error}}).dump(2).c_str());
     std::fprintf(stderr, "sentinel topology: %s\n", error.c_str());
     return 1;
   }
@@ -118,6 +73,39 @@ int topology_main(int argc, char** argv) {
   else
     print_text(t);
   return 0;
+}
+
+}  // namespace
+
+void add_topology_command(CLI::App& app, int* rc) {
+  struct Options {
+    bool json = false;
+    std::string fast, slow, sysfs_root;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand("topology", "show the NUMA nodes and the fast/slow choice");
+  cmd->add_flag("--json", o->json, "machine-readable output");
+  cmd->add_option("--fast", o->fast, "override the fast node (default: $SENTINEL_FAST_NODE, else automatic)")
+      ->type_name("N");
+  cmd->add_option("--slow", o->slow, "override the slow node (default: $SENTINEL_SLOW_NODE, else automatic)")
+      ->type_name("N");
+  cmd->add_option("--sysfs-root", o->sysfs_root, "read the node tree from DIR instead of /sys ($SENTINEL_SYSFS_ROOT)")
+      ->type_name("DIR");
+  cmd->footer("Prints the NUMA nodes and which node is taken as the fast (DRAM) and the slow tier, and why.");
+  cmd->callback([o, rc] {
+    Config config;
+    char message[512];
+    if (!parse_config_from_environ(&config, message, sizeof message)) {
+      std::fprintf(stderr, "%s\n", message);
+      *rc = 2;
+      return;
+    }
+    topo::TopologyOptions options = topo::options_from_config(config);
+    if (!o->fast.empty()) options.fast_override = o->fast;
+    if (!o->slow.empty()) options.slow_override = o->slow;
+    if (!o->sysfs_root.empty()) options.sysfs_root = o->sysfs_root;
+    *rc = run_topology(options, o->json);
+  });
 }
 
 }  // namespace sentinel::cli

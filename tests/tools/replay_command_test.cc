@@ -1,8 +1,9 @@
-#include "plan/replay_cli.h"
-
+// `sentinel replay` as the command parses it (tools/sentinel/replay_command.cc).
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+
+#include "run_sentinel.h"
 
 #include "plan/plan_io.h"
 #include "plan/replay.h"
@@ -12,10 +13,9 @@
 namespace sentinel {
 namespace {
 
-int run(const std::vector<std::string>& args, std::string* out, std::string* err) {
-  out->clear();
-  err->clear();
-  return cli::run_replay(args, out, err);
+int run(std::vector<std::string> args, std::string* out, std::string* err) {
+  args.insert(args.begin(), "replay");
+  return test::run_sentinel(args, out, err);
 }
 
 TEST(ReplayCli, TableHasEveryPolicyAndSaysTimesAreModeled) {
@@ -70,7 +70,23 @@ TEST(ReplayCli, SweepCoversFiveToHundredPercent) {
   for (const auto& pt : j) EXPECT_NE(pt["best_baseline"]["policy"], "sentinel");
   ASSERT_EQ(run({"synthetic:3", "--sweep"}, &out, &err), 0);
   EXPECT_NE(out.find("100%"), std::string::npos);
+  EXPECT_EQ(out.find('{'), std::string::npos);  // a table without --json
   EXPECT_NE(out.find("modeled"), std::string::npos);
+}
+
+TEST(ReplayCli, SweepJsonCarriesTheOptimalRowApartFromTheBaselines) {
+  std::string out, err;
+  // A solver limit of 1 cell: every point says "too-large" at once (no solve), but has the row.
+  ASSERT_EQ(run({"synthetic:2", "--sweep", "--json", "--optimal", "--optimal-max-cells", "1"}, &out, &err), 0) << err;
+  nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_TRUE(j.is_array()) << out;
+  ASSERT_EQ(j.size(), 20u);
+  for (const auto& pt : j) {
+    ASSERT_TRUE(pt.contains("optimal"));
+    EXPECT_EQ(pt["optimal"]["policy"], "optimal");
+    EXPECT_EQ(pt["optimal"]["solver_status"], "too-large");
+    EXPECT_NE(pt["best_baseline"]["policy"], "optimal");
+  }
 }
 
 TEST(ReplayCli, OptimalRowCarriesTheSolverStatus) {
@@ -117,7 +133,8 @@ TEST(ReplayCli, ComputeScaleDividesPhaseDurationsOnly) {
 TEST(ReplayCli, UsageErrors) {
   std::string out, err;
   EXPECT_EQ(run({"--help"}, &out, &err), 0);
-  EXPECT_NE(out.find("usage: sentinel replay"), std::string::npos);
+  EXPECT_NE(out.find("Usage: sentinel replay"), std::string::npos);
+  EXPECT_NE(out.find("--compute-scale"), std::string::npos);
   EXPECT_EQ(run({}, &out, &err), 2);
   EXPECT_EQ(run({"synthetic", "--budget"}, &out, &err), 2);
   EXPECT_EQ(run({"synthetic", "--budget", "lots"}, &out, &err), 2);
@@ -127,36 +144,6 @@ TEST(ReplayCli, UsageErrors) {
   EXPECT_FALSE(err.empty());
   EXPECT_EQ(run({"synthetic", "--tier", "/nonexistent/tier"}, &out, &err), 1);
   EXPECT_EQ(run({"synthetic:0"}, &out, &err), 1);
-}
-
-TEST(ReplayCli, ParseBudget) {
-  PlannerConfig c;
-  std::string err;
-  ASSERT_TRUE(parse_budget("25%", &c, &err));
-  EXPECT_EQ(c.budget_bytes, 0u);
-  EXPECT_DOUBLE_EQ(c.budget_fraction, 0.25);
-  ASSERT_TRUE(parse_budget("512M", &c, &err));
-  EXPECT_EQ(c.budget_bytes, 512ull << 20);
-  ASSERT_TRUE(parse_budget("2G", &c, &err));
-  EXPECT_EQ(c.budget_bytes, 2ull << 30);
-  ASSERT_TRUE(parse_budget("4096", &c, &err));
-  EXPECT_EQ(c.budget_bytes, 4096u);
-  for (const char* bad : {"", "%", "-5%", "12X", "M", "1.5G", "99999999999999999999"})
-    EXPECT_FALSE(parse_budget(bad, &c, &err)) << bad;
-}
-
-TEST(Synthetic, DnnProfileIsAValidProfile) {
-  DnnConfig c;
-  c.jitter = 0.3;
-  StepProfile p = dnn_training_profile(c);
-  std::string err;
-  EXPECT_TRUE(validate_profile(p, &err)) << err;
-  EXPECT_EQ(p.objects.size(), 16u * 9 + 2);
-  RandomProfileConfig rc;
-  for (uint64_t s = 1; s < 50; ++s) {
-    rc.seed = s;
-    EXPECT_TRUE(validate_profile(random_profile(rc), &err)) << s << ": " << err;
-  }
 }
 
 }  // namespace

@@ -1,0 +1,196 @@
+// The keys of the stats file (SENTINEL_STATS): written by the preload (preload/stats_json.cc) and read by
+// `sentinel run`'s summary (tools/sentinel/stats_summary.cc), both through nlohmann::json and these names,
+// so that a key renamed on one side cannot silently read as 0 on the other. kAll lists every key the
+// file may hold, in the order the preload writes them.
+//
+// Thread safety: constants.
+#pragma once
+
+#include <array>
+#include <string_view>
+
+namespace sentinel::stats_key {
+
+inline constexpr const char kPid[] = "pid";
+inline constexpr const char kRuntimeSeconds[] = "runtime_seconds";
+inline constexpr const char kMinObjectBytes[] = "min_object_bytes";
+inline constexpr const char kStepsDetected[] = "steps_detected";
+inline constexpr const char kLastStepIndex[] = "last_step_index";
+inline constexpr const char kStepDetection[] = "step_detection";
+inline constexpr const char kStepPeriodEvents[] = "step_period_events";
+inline constexpr const char kStepRedetections[] = "step_redetections";
+inline constexpr const char kObjectsPerStep[] = "objects_per_step";
+inline constexpr const char kBytesPerStep[] = "bytes_per_step";
+inline constexpr const char kObjectsTracked[] = "objects_tracked";
+inline constexpr const char kBytesTracked[] = "bytes_tracked";
+inline constexpr const char kObjectsFreed[] = "objects_freed";
+inline constexpr const char kLiveObjectsAtExit[] = "live_objects_at_exit";
+inline constexpr const char kLiveBytesAtExit[] = "live_bytes_at_exit";
+inline constexpr const char kPeakObjectBytes[] = "peak_object_bytes";
+inline constexpr const char kAllocationEvents[] = "allocation_events";
+inline constexpr const char kInplaceReallocs[] = "inplace_reallocs";
+inline constexpr const char kInvalidFrees[] = "invalid_frees";
+inline constexpr const char kHeapFullFallbacks[] = "heap_full_fallbacks";
+inline constexpr const char kExtentsCarved[] = "extents_carved";
+inline constexpr const char kExtentsReused[] = "extents_reused";
+inline constexpr const char kExtentsTrimmed[] = "extents_trimmed";
+inline constexpr const char kExtentBytesCarved[] = "extent_bytes_carved";
+inline constexpr const char kReservedBytes[] = "reserved_bytes";
+inline constexpr const char kCallSiteCacheMisses[] = "call_site_cache_misses";
+inline constexpr const char kDroppedLogMessages[] = "dropped_log_messages";
+inline constexpr const char kSampler[] = "sampler";
+inline constexpr const char kSamples[] = "samples";
+inline constexpr const char kSamplerReason[] = "sampler_reason";
+inline constexpr const char kProfileState[] = "profile_state";
+inline constexpr const char kProfiledSteps[] = "profiled_steps";
+inline constexpr const char kProfilesWritten[] = "profiles_written";
+inline constexpr const char kProfileRestarts[] = "profile_restarts";
+inline constexpr const char kObjectEventsDropped[] = "object_events_dropped";
+inline constexpr const char kFastBudgetBytes[] = "fast_budget_bytes";
+inline constexpr const char kPeakFastBytes[] = "peak_fast_bytes";
+inline constexpr const char kPeakSlowBytes[] = "peak_slow_bytes";
+inline constexpr const char kForcedSlowAllocations[] = "forced_slow_allocations";
+inline constexpr const char kPlannedSlowAllocations[] = "planned_slow_allocations";
+inline constexpr const char kBindFailures[] = "bind_failures";
+inline constexpr const char kMigrationEnabled[] = "migration_enabled";
+inline constexpr const char kMigrationsDone[] = "migrations_done";
+inline constexpr const char kMigrationsFailed[] = "migrations_failed";
+inline constexpr const char kMigrationsRefusedBudget[] = "migrations_refused_budget";
+inline constexpr const char kMigrationsCancelled[] = "migrations_cancelled";
+inline constexpr const char kMigrationQueueFull[] = "migration_queue_full";
+inline constexpr const char kObjectsToSlow[] = "objects_to_slow";
+inline constexpr const char kBytesToSlow[] = "bytes_to_slow";
+inline constexpr const char kObjectsToFast[] = "objects_to_fast";
+inline constexpr const char kBytesToFast[] = "bytes_to_fast";
+inline constexpr const char kMigrationPagesBusy[] = "migration_pages_busy";
+inline constexpr const char kMigrationPagesNomem[] = "migration_pages_nomem";
+inline constexpr const char kMigrationRollbacks[] = "migration_rollbacks";
+inline constexpr const char kMigrationSeconds[] = "migration_seconds";
+inline constexpr const char kFreesDuringMigration[] = "frees_during_migration";
+inline constexpr const char kPartialMovesCountedFast[] = "partial_moves_counted_fast";
+inline constexpr const char kFastNode[] = "fast_node";
+inline constexpr const char kSlowNode[] = "slow_node";
+inline constexpr const char kTopology[] = "topology";
+inline constexpr const char kManagedStage[] = "managed_stage";
+inline constexpr const char kPlanSource[] = "plan_source";
+inline constexpr const char kFirstManagedStep[] = "first_managed_step";
+inline constexpr const char kManagedSteps[] = "managed_steps";
+inline constexpr const char kFallbackSteps[] = "fallback_steps";
+inline constexpr const char kPlanDeviations[] = "plan_deviations";
+inline constexpr const char kPlannedFastForcedSlow[] = "planned_fast_forced_slow";
+inline constexpr const char kMigrationBwPlannedGbps[] = "migration_bw_planned_gbps";
+inline constexpr const char kPlanFidelity[] = "plan_fidelity";
+inline constexpr const char kLatePrefetches[] = "late_prefetches";
+inline constexpr const char kReplans[] = "replans";
+inline constexpr const char kPlans[] = "plans";
+inline constexpr const char kReprofiles[] = "reprofiles";
+inline constexpr const char kPlanBudgetBytes[] = "plan_budget_bytes";
+inline constexpr const char kPlanModeledStepNs[] = "plan_modeled_step_ns";
+inline constexpr const char kPlannedBytesPerStep[] = "planned_bytes_per_step";
+inline constexpr const char kBytesMigratedPerStep[] = "bytes_migrated_per_step";
+inline constexpr const char kManagedBytesMigrated[] = "managed_bytes_migrated";
+inline constexpr const char kManagedMovesIssued[] = "managed_moves_issued";
+inline constexpr const char kManagedMovesDone[] = "managed_moves_done";
+inline constexpr const char kManagedMovesFailed[] = "managed_moves_failed";
+inline constexpr const char kManagedMovesDeferred[] = "managed_moves_deferred";
+inline constexpr const char kManagedMovesDropped[] = "managed_moves_dropped";
+inline constexpr const char kManagedReconcileMoves[] = "managed_reconcile_moves";
+inline constexpr const char kMoveCompletionsDropped[] = "move_completions_dropped";
+inline constexpr const char kPlacementCheckedBytes[] = "placement_checked_bytes";
+inline constexpr const char kPlacementMatchingBytes[] = "placement_matching_bytes";
+inline constexpr const char kVersion[] = "version";
+inline constexpr const char kMode[] = "mode";
+
+inline constexpr std::array<std::string_view, 89> kAll = {
+    kPid,
+    kRuntimeSeconds,
+    kMinObjectBytes,
+    kStepsDetected,
+    kLastStepIndex,
+    kStepDetection,
+    kStepPeriodEvents,
+    kStepRedetections,
+    kObjectsPerStep,
+    kBytesPerStep,
+    kObjectsTracked,
+    kBytesTracked,
+    kObjectsFreed,
+    kLiveObjectsAtExit,
+    kLiveBytesAtExit,
+    kPeakObjectBytes,
+    kAllocationEvents,
+    kInplaceReallocs,
+    kInvalidFrees,
+    kHeapFullFallbacks,
+    kExtentsCarved,
+    kExtentsReused,
+    kExtentsTrimmed,
+    kExtentBytesCarved,
+    kReservedBytes,
+    kCallSiteCacheMisses,
+    kDroppedLogMessages,
+    kSampler,
+    kSamples,
+    kSamplerReason,
+    kProfileState,
+    kProfiledSteps,
+    kProfilesWritten,
+    kProfileRestarts,
+    kObjectEventsDropped,
+    kFastBudgetBytes,
+    kPeakFastBytes,
+    kPeakSlowBytes,
+    kForcedSlowAllocations,
+    kPlannedSlowAllocations,
+    kBindFailures,
+    kMigrationEnabled,
+    kMigrationsDone,
+    kMigrationsFailed,
+    kMigrationsRefusedBudget,
+    kMigrationsCancelled,
+    kMigrationQueueFull,
+    kObjectsToSlow,
+    kBytesToSlow,
+    kObjectsToFast,
+    kBytesToFast,
+    kMigrationPagesBusy,
+    kMigrationPagesNomem,
+    kMigrationRollbacks,
+    kMigrationSeconds,
+    kFreesDuringMigration,
+    kPartialMovesCountedFast,
+    kFastNode,
+    kSlowNode,
+    kTopology,
+    kManagedStage,
+    kPlanSource,
+    kFirstManagedStep,
+    kManagedSteps,
+    kFallbackSteps,
+    kPlanDeviations,
+    kPlannedFastForcedSlow,
+    kMigrationBwPlannedGbps,
+    kPlanFidelity,
+    kLatePrefetches,
+    kReplans,
+    kPlans,
+    kReprofiles,
+    kPlanBudgetBytes,
+    kPlanModeledStepNs,
+    kPlannedBytesPerStep,
+    kBytesMigratedPerStep,
+    kManagedBytesMigrated,
+    kManagedMovesIssued,
+    kManagedMovesDone,
+    kManagedMovesFailed,
+    kManagedMovesDeferred,
+    kManagedMovesDropped,
+    kManagedReconcileMoves,
+    kMoveCompletionsDropped,
+    kPlacementCheckedBytes,
+    kPlacementMatchingBytes,
+    kVersion,
+    kMode,
+};
+
+}  // namespace sentinel::stats_key

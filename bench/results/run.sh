@@ -13,6 +13,7 @@
 #   --managed-steps N steps per managed cell (default: --steps; use 16 or more: detection, warm-up and
 #                     profiling come first, the last 5 steps are the steady ones)
 #   --cpi X           plugin CPI (default 1.0; see the calibration column)
+# Managed cells also get OUT_DIR/model-check.md (bench/results/model_check.py).
 # Time: import torch takes 2-4 minutes in the guest with the plugin, so each guest process costs that
 # once; static placements run all workloads in one process, Sentinel's one process per workload.
 set -euo pipefail
@@ -35,7 +36,7 @@ while (( $# > 1 )); do
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
-[[ $# == 1 ]] || { sed -n '2,18p' "$0" >&2; exit 2; }
+[[ $# == 1 ]] || { sed -n '2,19p' "$0" >&2; exit 2; }
 out="$1"
 mkdir -p "$out"
 out="$(cd "$out" && pwd -P)"
@@ -56,3 +57,6 @@ SENTINEL_BUILD_DIR="$build" SENTINEL_GUEST_RW="$out" SENTINEL_GUEST_SLOW_TIER="$
   "${managed_steps:-$steps}"
 echo "guest matrix took $(( $(date +%s) - start )) s" | tee "$out/elapsed.txt"
 /usr/bin/python3 "$here/table.py" "$out" | tee "$out/table.md"
+if compgen -G "$out/*.managed-*.timeline" >/dev/null; then
+  SENTINEL_BUILD_DIR="$build" /usr/bin/python3 "$here/model_check.py" "$out" | tee "$out/model-check.md"
+fi

@@ -43,10 +43,10 @@ def replay(sentinel, profile, timeline, tier, budget, scale, migration_gbps):
     with tempfile.NamedTemporaryFile("w", suffix=".tier", delete=False) as f:
         f.write(f"base = {tier}\nmigration_bw_gbps = {migration_gbps:.6g}\n")
         tier_file = f.name
+    cmd = [sentinel, "replay", profile, "--json", "--tier", tier_file, "--budget", budget,
+           "--compute-scale", f"{scale:.6g}"] + (["--timeline", timeline] if timeline else [])
     try:
-        r = subprocess.run([sentinel, "replay", profile, "--timeline", timeline, "--json", "--tier", tier_file,
-                            "--budget", budget, "--compute-scale", f"{scale:.6g}"],
-                           capture_output=True, text=True)
+        r = subprocess.run(cmd, capture_output=True, text=True)
     finally:
         os.unlink(tier_file)
     if r.returncode != 0:
@@ -57,7 +57,8 @@ def replay(sentinel, profile, timeline, tier, budget, scale, migration_gbps):
 def check_cell(out, w, p, tier, sentinel):
     base = os.path.join(out, f"{w}.{p}")
     paths = {"cell": base + ".json", "profile": base + ".profile.json", "timeline": base + ".timeline",
-             "stats": base + ".sentinel-stats", "all-fast": os.path.join(out, f"{w}.all-fast.json")}
+             "stats": base + ".sentinel-stats", "all-fast": os.path.join(out, f"{w}.all-fast.json"),
+             "plugin": os.path.join(out, "plugin-stats.json")}
     missing = [k for k, v in paths.items() if not os.path.exists(v) or os.path.getsize(v) == 0]
     if missing:
         return {"workload": w, "placement": p, "error": "missing " + ", ".join(missing)}
@@ -78,7 +79,26 @@ def check_cell(out, w, p, tier, sentinel):
     if not executed:
         return {"workload": w, "placement": p, "error": "the timeline has no managed step"}
     planned = next(r for r in rows if r["policy"] == "sentinel")
+    # The planner under three channels, without the timeline: what managed mode planned with in the
+    # guest (its wall clock, the channel it measured), the same in the virtual clock, and the virtual
+    # clock with the tier preset's channel (what a real machine's move_pages would give).
+    with open(paths["timeline"]) as f:
+        budget = str(json.loads(f.readline())["budget_bytes"])
+    channels = {}
+    for name, sc, bw in (("guest wall clock", 1.0, wall_gbps or 3.3), ("virtual clock", scale, migration_gbps),
+                         ("virtual, preset channel", scale, 3.3)):
+        alt, err = replay(sentinel, paths["profile"], None, tier, budget, sc, bw)
+        if alt is None:
+            channels[name] = {"error": err}
+            continue
+        row = next(r for r in alt if r["policy"] == "sentinel")
+        channels[name] = {"ratio": row["step_time_ratio"], "migrated_bytes": row["migrated_bytes"],
+                          "slow_accesses": row["slow_accesses"], "gbps": bw}
+    params = load("plugin")["parameters"]
+    penalty_ns = (params["slow_latency_ns"] - params["fast_latency_ns"]) / params["mlp"]
     return {
+        "channels": channels,
+        "latency_term_ratio": 1 + slow_m * penalty_ns / fast_virt,
         "workload": w, "placement": p, "scale": scale, "migration_wall_gbps": wall_gbps,
         "migration_model_gbps": migration_gbps,
         "executed_steps": len(executed), "deviated_steps": sum("left the plan" in r["policy"] for r in executed),
@@ -117,17 +137,34 @@ def main():
           "(64 B lines) per step; ratios to all-fast (modeled: to the replay's all-DRAM step).\n")
     print("| workload | cell | tier | wall ns per virtual ns | slow accesses predicted | slow misses measured "
           "| slow MB predicted / measured | fast accesses predicted / misses measured "
-          "| step ratio predicted | measured | planned |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "| step ratio predicted | measured | slow misses x latency term | planned |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         if "error" in r:
-            print(f"| {r['workload']} | {r['placement']} | {r['tier']} | {r['error']} | | | | | | | |")
+            print(f"| {r['workload']} | {r['placement']} | {r['tier']} | {r['error']} | | | | | | | | |")
             continue
         print(f"| {r['workload']} | {r['placement']} | {r['tier']} | {r['scale']:.0f} "
               f"| {r['pred_slow_accesses']:.0f} | {r['meas_slow_misses']:.0f} "
               f"| {r['pred_slow_bytes'] / 1e6:.2f} / {r['meas_slow_bytes'] / 1e6:.2f} "
               f"| {r['pred_fast_accesses']:.0f} / {r['meas_fast_misses']:.0f} "
-              f"| {r['pred_ratio']:.3f}x | {r['meas_ratio']:.3f}x | {r['planned_ratio']:.3f}x |")
+              f"| {r['pred_ratio']:.3f}x | {r['meas_ratio']:.3f}x | {r['latency_term_ratio']:.3f}x "
+              f"| {r['planned_ratio']:.3f}x |")
+    print("\n'slow misses x latency term' is the ratio the cost model's latency term (the emulator's too) gives "
+          "the MEASURED slow misses: 1 + misses x (slow - fast latency) / mlp / all-fast virtual step.\n")
+    print("Sentinel's plan for the same profile and budget under three migration channels (modeled ratio to "
+          "all-DRAM, MB migrated per step, slow accesses per step):\n")
+    print("| workload | cell | guest wall clock (channel as measured) | virtual clock (same channel) "
+          "| virtual clock, preset channel 3.3 GB/s |")
+    print("|---|---|---|---|---|")
+    for r in results:
+        if "error" in r:
+            continue
+        cells = []
+        for name in ("guest wall clock", "virtual clock", "virtual, preset channel"):
+            c = r["channels"][name]
+            cells.append(c.get("error") or f"{c['ratio']:.3f}x, {c['migrated_bytes'] / 1e6:.2f} MB, "
+                         f"{c['slow_accesses']:.0f} ({c['gbps']:.3g} GB/s)")
+        print(f"| {r['workload']} | {r['placement']} | " + " | ".join(cells) + " |")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)

@@ -54,10 +54,13 @@ def replay(sentinel, profile, timeline, tier, budget, scale, migration_gbps):
     return json.loads(r.stdout), ""
 
 
-def check_cell(out, w, p, tier, sentinel):
+def check_cell(out, w, p, tier, sentinel, all_fast_dir=None):
     base = os.path.join(out, f"{w}.{p}")
+    all_fast = os.path.join(out, f"{w}.all-fast.json")
+    if not os.path.exists(all_fast) and all_fast_dir:
+        all_fast = os.path.join(all_fast_dir, f"{w}.all-fast.json")
     paths = {"cell": base + ".json", "profile": base + ".profile.json", "timeline": base + ".timeline",
-             "stats": base + ".sentinel-stats", "all-fast": os.path.join(out, f"{w}.all-fast.json"),
+             "stats": base + ".sentinel-stats", "all-fast": all_fast,
              "plugin": os.path.join(out, "plugin-stats.json")}
     missing = [k for k, v in paths.items() if not os.path.exists(v) or os.path.getsize(v) == 0]
     if missing:
@@ -119,6 +122,7 @@ def main():
     ap.add_argument("--sentinel", default=os.path.join(os.environ.get("SENTINEL_BUILD_DIR", os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "..", "..", "build")), "bin", "sentinel"))
     ap.add_argument("--json", help="also write the rows to this file")
+    ap.add_argument("--all-fast-from", help="directory of the all-fast cells when an OUT_DIR has none")
     args = ap.parse_args()
     results = []
     for out in args.out_dirs:
@@ -129,7 +133,7 @@ def main():
             if name.endswith(".profile.json"):
                 continue
             w, p = name[:-len(".json")].rsplit(".", 1)
-            r = check_cell(out, w, p, tier, args.sentinel)
+            r = check_cell(out, w, p, tier, args.sentinel, args.all_fast_from)
             r["tier"] = tier
             results.append(r)
     print("Model check: the cost model's prediction for the executed steps (sentinel replay --timeline) "

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# guest_matrix.sh OUT_DIR WORKLOADS PLACEMENTS STEPS BUILD_DIR TIER [MANAGED_STEPS]: runs inside the guest
-# (bench/results/run.sh). TIER is the plugin's preset, also given to Sentinel's planner (SENTINEL_TIER).
+# guest_matrix.sh OUT_DIR WORKLOADS PLACEMENTS STEPS BUILD_DIR TIER [MANAGED_STEPS [TIMELINE_STEPS]]: runs
+# inside the guest (bench/results/run.sh). TIER is the plugin's preset, also given to Sentinel's planner
+# (SENTINEL_TIER). TIMELINE_STEPS: managed steps recorded in the executed timeline (0: no timeline).
 # Static placements (membind, interleave, memtier) run all workloads in one process, one after the
 # other; Sentinel's placements run one process per workload, because a percentage budget follows the
 # largest step peak the process has seen. Each workload writes OUT_DIR/<workload>.<placement>.json;
 # a failed process leaves OUT_DIR/<placement>.<workloads>.err and the matrix goes on.
 set -uo pipefail
 out="$1"; workloads="$2"; placements="$3"; steps="$4"; build="$5"; tier="$6"; managed_steps="${7:-$4}"
+timeline_steps="${8:-$managed_steps}"
 here="$(cd "$(dirname "$0")" && pwd)"
 memtier=/usr/lib/x86_64-linux-gnu/libmemtier.so
 # Automatic NUMA balancing would move pages behind every policy's back: off for all cells.
@@ -48,12 +50,18 @@ for p in ${placements//,/ }; do
       # default 64 KiB object size: without them no step repeats an allocation and none is detected.
       # Run with 16 steps or more; table.py takes the medians over the last 5 steps (after the plan).
       # The planner plans for the emulated preset; the profile the plan was made from and the executed
-      # timeline of every managed step are kept for the model check (bench/results/model_check.py).
+      # timeline of the managed steps are kept for the model check (bench/results/model_check.py). The
+      # timeline writer formats every live object's tier at every phase on the service thread: about
+      # 0.6 M instructions per allocation event, which the virtual clock charges when the step is short
+      # (docs/results.md); run.sh --timeline-steps 0 leaves it out.
+      timeline_env=()
       for w in ${workloads//,/ }; do
+        (( timeline_steps > 0 )) && timeline_env=(SENTINEL_TIMELINE="$out/$w.$p.timeline"
+                                                    SENTINEL_TIMELINE_STEPS="$timeline_steps")
         run_cell "$p" "$w" "$managed_steps" "${sentinel[@]}" SENTINEL_MODE=managed SENTINEL_MIN_OBJECT=8K \
           SENTINEL_FAST_BUDGET="${p##*-}%" SENTINEL_TIER="$tier" SENTINEL_STATS="$out/$w.$p.sentinel-stats" \
-          SENTINEL_PROFILE_OUT="$out/$w.$p.profile.json" SENTINEL_TIMELINE="$out/$w.$p.timeline" \
-          SENTINEL_TIMELINE_STEPS="$managed_steps" SENTINEL_LOG=info SENTINEL_LOG_FILE="$out/$w.$p.log" --
+          SENTINEL_PROFILE_OUT="$out/$w.$p.profile.json" "${timeline_env[@]}" \
+          SENTINEL_LOG=info SENTINEL_LOG_FILE="$out/$w.$p.log" --
       done ;;
     *) echo "guest_matrix: unknown placement $p" >&2 ;;
   esac

@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
-# guest_matrix.sh OUT_DIR WORKLOADS PLACEMENTS STEPS BUILD_DIR: runs inside the guest (bench/results/run.sh).
+# guest_matrix.sh OUT_DIR WORKLOADS PLACEMENTS STEPS BUILD_DIR TIER [MANAGED_STEPS [TIMELINE_STEPS]]: runs
+# inside the guest (bench/results/run.sh). TIER is the plugin's preset, also given to Sentinel's planner
+# (SENTINEL_TIER). TIMELINE_STEPS: managed steps recorded in the executed timeline (0: no timeline).
 # Static placements (membind, interleave, memtier) run all workloads in one process, one after the
 # other; Sentinel's placements run one process per workload, because a percentage budget follows the
 # largest step peak the process has seen. Each workload writes OUT_DIR/<workload>.<placement>.json;
 # a failed process leaves OUT_DIR/<placement>.<workloads>.err and the matrix goes on.
 set -uo pipefail
-out="$1"; workloads="$2"; placements="$3"; steps="$4"; build="$5"
+out="$1"; workloads="$2"; placements="$3"; steps="$4"; build="$5"; tier="$6"; managed_steps="${7:-$4}"
+timeline_steps="${8:-$managed_steps}"
 here="$(cd "$(dirname "$0")" && pwd)"
 memtier=/usr/lib/x86_64-linux-gnu/libmemtier.so
 # Automatic NUMA balancing would move pages behind every policy's back: off for all cells.
 echo 0 >/proc/sys/kernel/numa_balancing 2>/dev/null || true
 export OMP_NUM_THREADS=1
 
-run_cell() {  # run_cell PLACEMENT WORKLOADS ENV... -- PREFIX...
-  local p="$1" ws="$2"; shift 2
+run_cell() {  # run_cell PLACEMENT WORKLOADS STEPS ENV... -- PREFIX...
+  local p="$1" ws="$2" n="$3"; shift 3
   local envs=() pre=()
   while [[ $# -gt 0 && "$1" != -- ]]; do envs+=("$1"); shift; done
   shift
@@ -23,7 +26,7 @@ run_cell() {  # run_cell PLACEMENT WORKLOADS ENV... -- PREFIX...
   start=$(date +%s)
   # SENTINEL_BUILD_DIR (the host side's) would only make the preloaded runtime warn.
   env -u SENTINEL_BUILD_DIR "${envs[@]}" "${pre[@]}" /usr/bin/python3 "$here/guest_step.py" --workloads "$ws" \
-    --placement "$p" --steps "$steps" --out-dir "$out" 2>"$err" || echo "   exit status $? (see $err)" >&2
+    --placement "$p" --steps "$n" --out-dir "$out" 2>"$err" || echo "   exit status $? (see $err)" >&2
   echo "   $(( $(date +%s) - start )) s" >&2
   [[ -s "$err" ]] || rm -f "$err"
 }
@@ -31,24 +34,34 @@ run_cell() {  # run_cell PLACEMENT WORKLOADS ENV... -- PREFIX...
 sentinel=(LD_PRELOAD="$build/lib/libsentinel.so")
 for p in ${placements//,/ }; do
   case "$p" in
-    all-fast) run_cell "$p" "$workloads" -- numactl --membind=0 ;;
-    all-slow) run_cell "$p" "$workloads" -- numactl --membind=1 ;;
-    interleave) run_cell "$p" "$workloads" -- numactl --interleave=0,1 ;;
-    memtier-20) run_cell "$p" "$workloads" LD_PRELOAD="$memtier" MEMKIND_DAX_KMEM_NODES=1 \
+    all-fast) run_cell "$p" "$workloads" "$steps" -- numactl --membind=0 ;;
+    all-slow) run_cell "$p" "$workloads" "$steps" -- numactl --membind=1 ;;
+    interleave) run_cell "$p" "$workloads" "$steps" -- numactl --interleave=0,1 ;;
+    memtier-20) run_cell "$p" "$workloads" "$steps" LD_PRELOAD="$memtier" MEMKIND_DAX_KMEM_NODES=1 \
                   "MEMKIND_MEM_TIERS=KIND:DRAM,RATIO:1;KIND:KMEM_DAX,RATIO:4;POLICY:STATIC_RATIO" -- ;;
-    memtier-50) run_cell "$p" "$workloads" LD_PRELOAD="$memtier" MEMKIND_DAX_KMEM_NODES=1 \
+    memtier-50) run_cell "$p" "$workloads" "$steps" LD_PRELOAD="$memtier" MEMKIND_DAX_KMEM_NODES=1 \
                   "MEMKIND_MEM_TIERS=KIND:DRAM,RATIO:1;KIND:KMEM_DAX,RATIO:1;POLICY:STATIC_RATIO" -- ;;
     first-touch-*)
       for w in ${workloads//,/ }; do
-        run_cell "$p" "$w" "${sentinel[@]}" SENTINEL_MODE=track SENTINEL_FAST_BUDGET="${p##*-}%" --
+        run_cell "$p" "$w" "$steps" "${sentinel[@]}" SENTINEL_MODE=track SENTINEL_FAST_BUDGET="${p##*-}%" --
       done ;;
     managed-*)
       # Sentinel's managed mode, same budget rule. These workloads' activations (12 KiB) are below the
       # default 64 KiB object size: without them no step repeats an allocation and none is detected.
-      # Run with --steps 16 or more; table.py takes the medians over the last 5 steps (after the plan).
+      # Run with 16 steps or more; table.py takes the medians over the last 5 steps (after the plan).
+      # The planner plans for the emulated preset; the profile the plan was made from and the executed
+      # timeline of the managed steps are kept for the model check (bench/results/model_check.py). The
+      # timeline writer formats every live object's tier at every phase on the service thread: about
+      # 0.6 M instructions per allocation event, which the virtual clock charges when the step is short
+      # (docs/results.md); run.sh --timeline-steps 0 leaves it out.
+      timeline_env=()
       for w in ${workloads//,/ }; do
-        run_cell "$p" "$w" "${sentinel[@]}" SENTINEL_MODE=managed SENTINEL_MIN_OBJECT=8K \
-          SENTINEL_FAST_BUDGET="${p##*-}%" SENTINEL_STATS="$out/$w.$p.sentinel-stats" --
+        (( timeline_steps > 0 )) && timeline_env=(SENTINEL_TIMELINE="$out/$w.$p.timeline"
+                                                    SENTINEL_TIMELINE_STEPS="$timeline_steps")
+        run_cell "$p" "$w" "$managed_steps" "${sentinel[@]}" SENTINEL_MODE=managed SENTINEL_MIN_OBJECT=8K \
+          SENTINEL_FAST_BUDGET="${p##*-}%" SENTINEL_TIER="$tier" SENTINEL_STATS="$out/$w.$p.sentinel-stats" \
+          SENTINEL_PROFILE_OUT="$out/$w.$p.profile.json" "${timeline_env[@]}" \
+          SENTINEL_LOG=info SENTINEL_LOG_FILE="$out/$w.$p.log" --
       done ;;
     *) echo "guest_matrix: unknown placement $p" >&2 ;;
   esac

@@ -10,7 +10,12 @@
 #   --placements LIST all-fast,all-slow,first-touch-20,first-touch-50,memtier-20,memtier-50,
 #                     interleave,managed-20,managed-50 (default: all but managed-*)
 #   --steps N         steps per cell; the first is warm-up, the rest are steady (default 6)
+#   --managed-steps N steps per managed cell (default: --steps; use 16 or more: detection, warm-up and
+#                     profiling come first, the last 5 steps are the steady ones)
+#   --timeline-steps N managed steps recorded in each managed cell's executed timeline (default: all;
+#                     0: none; the writer's instructions are charged by the virtual clock, docs/results.md)
 #   --cpi X           plugin CPI (default 1.0; see the calibration column)
+# Managed cells also get OUT_DIR/model-check.md (bench/results/model_check.py).
 # Time: import torch takes 2-4 minutes in the guest with the plugin, so each guest process costs that
 # once; static placements run all workloads in one process, Sentinel's one process per workload.
 set -euo pipefail
@@ -20,6 +25,8 @@ tier=optane
 workloads=mlp,mlp-adam,cnn,lstm,transformer
 placements=all-fast,all-slow,first-touch-20,first-touch-50,memtier-20,memtier-50,interleave
 steps=6
+managed_steps=
+timeline_steps=
 cpi=1.0
 while (( $# > 1 )); do
   case "$1" in
@@ -27,11 +34,13 @@ while (( $# > 1 )); do
     --workloads) workloads="$2"; shift 2 ;;
     --placements) placements="$2"; shift 2 ;;
     --steps) steps="$2"; shift 2 ;;
+    --managed-steps) managed_steps="$2"; shift 2 ;;
+    --timeline-steps) timeline_steps="$2"; shift 2 ;;
     --cpi) cpi="$2"; shift 2 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
-[[ $# == 1 ]] || { sed -n '2,16p' "$0" >&2; exit 2; }
+[[ $# == 1 ]] || { sed -n '2,21p' "$0" >&2; exit 2; }
 out="$1"
 mkdir -p "$out"
 out="$(cd "$out" && pwd -P)"
@@ -48,6 +57,10 @@ start=$(date +%s)
 SENTINEL_BUILD_DIR="$build" SENTINEL_GUEST_RW="$out" SENTINEL_GUEST_SLOW_TIER="$tier" \
   SENTINEL_GUEST_SLOW_TIER_STATS="$out/plugin-stats.json" SENTINEL_GUEST_SLOW_TIER_OPTS="cpi=$cpi" \
   SENTINEL_GUEST_TIMEOUT="${SENTINEL_GUEST_TIMEOUT:-36000}" \
-  "$root/scripts/numa-guest.sh" bash "$here/guest_matrix.sh" "$out" "$workloads" "$placements" "$steps" "$build"
+  "$root/scripts/numa-guest.sh" bash "$here/guest_matrix.sh" "$out" "$workloads" "$placements" "$steps" "$build" "$tier" \
+  "${managed_steps:-$steps}" "${timeline_steps:-${managed_steps:-$steps}}"
 echo "guest matrix took $(( $(date +%s) - start )) s" | tee "$out/elapsed.txt"
 /usr/bin/python3 "$here/table.py" "$out" | tee "$out/table.md"
+if compgen -G "$out/*.managed-*.timeline" >/dev/null; then
+  SENTINEL_BUILD_DIR="$build" /usr/bin/python3 "$here/model_check.py" "$out" | tee "$out/model-check.md"
+fi

@@ -1,9 +1,10 @@
 #!/usr/bin/python3
-"""table.py OUT_DIR: the results table (markdown) from bench/results/run.sh's cell files.
+"""table.py OUT_DIR [--all-fast-from DIR]: the results table (markdown) from bench/results/run.sh's cell files.
 
 Per cell, medians over the steady steps (all but the first): slow-node misses per step (loads and
 store misses), bytes the kernel migrated per step, and the virtual step time as a ratio to the
-workload's all-fast cell. Cells that were not run are left blank, never estimated.
+workload's all-fast cell (from DIR when OUT_DIR has none: a run of managed cells alone, in a boot
+of its own). Cells that were not run say so, never estimated.
 """
 import glob
 import json
@@ -26,11 +27,11 @@ def slow_misses(s):
     return s["slow_read_misses"] + s["slow_write_misses"]
 
 
-def main():
-    out = sys.argv[1]
+def load_cells(out):
     cells = {}
     for path in glob.glob(os.path.join(out, "*.json")):
-        if os.path.basename(path) == "plugin-stats.json":
+        name = os.path.basename(path)
+        if name == "plugin-stats.json" or name.endswith(".profile.json"):
             continue
         with open(path) as f:
             c = json.load(f)
@@ -39,6 +40,22 @@ def main():
                 s["slow_misses"] = slow_misses(s)
                 s["migrated_bytes"] = s["pages_migrated"] * 4096
         cells[(c["workload"], c["placement"])] = c
+    return cells
+
+
+def main():
+    args = sys.argv[1:]
+    base_dir = None
+    if "--all-fast-from" in args:
+        i = args.index("--all-fast-from")
+        base_dir = args[i + 1]
+        del args[i:i + 2]
+    out = args[0]
+    cells = load_cells(out)
+    if base_dir:
+        for key, c in load_cells(base_dir).items():
+            if key[1] == "all-fast":
+                cells.setdefault(key, c)
     params = {}
     stats_path = os.path.join(out, "plugin-stats.json")
     if os.path.exists(stats_path):

@@ -207,6 +207,11 @@ bool simulate_plan(const ProfileIndex& index, const Plan& plan, const MemorySyst
           slow_reads += static_cast<double>(a.reads);
           slow_writes += static_cast<double>(a.writes);
           if (last && options.record_phases) r.phase_slow_objects[k].push_back(a.obj);
+          continue;
+        }
+        if (last) {
+          r.fast_reads += static_cast<double>(a.reads);
+          r.fast_writes += static_cast<double>(a.writes);
         }
       }
       const double d = static_cast<double>(index.duration(k));
@@ -220,6 +225,8 @@ bool simulate_plan(const ProfileIndex& index, const Plan& plan, const MemorySyst
       }
       now += stall + d + extra;
       if (last) {
+        r.slow_reads += slow_reads;
+        r.slow_writes += slow_writes;
         r.base_ns += d;
         r.slow_extra_ns += extra;
         r.stall_ns += stall;

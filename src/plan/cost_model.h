@@ -69,6 +69,10 @@ struct SimResult {
   double base_ns = 0;          // sum of measured phase durations
   double slow_extra_ns = 0;
   double stall_ns = 0;
+  // Accesses (cache lines, access_bytes each) of the last step by the tier that served them: the
+  // traffic the plan sends to each tier, to set against a measured miss count per node.
+  double slow_reads = 0, slow_writes = 0;
+  double fast_reads = 0, fast_writes = 0;
   uint64_t migrated_bytes = 0;
   uint32_t migrations = 0;     // effective (non-no-op) migrations
   uint32_t late_prefetches = 0;

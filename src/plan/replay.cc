@@ -33,6 +33,9 @@ nlohmann::json row_json(const ReplayRow& r) {
           {"budget_violations", r.budget_violations},
           {"stall_ns", r.stall_ns},
           {"slow_extra_ns", r.slow_extra_ns},
+          {"slow_accesses", r.slow_accesses},
+          {"fast_accesses", r.fast_accesses},
+          {"slow_bytes", r.slow_bytes},
           {"budget_insufficient", r.budget_insufficient},
           {"message", r.message},
           {"modeled", true}};
@@ -47,8 +50,9 @@ nlohmann::json row_json(const ReplayRow& r) {
   return j;
 }
 
-bool simulate_row(const ProfileIndex& index, const MemorySystem& mem, const ReplayOptions& options,
-                  const Plan& plan, uint64_t budget, ReplayRow* row, std::string* error) {
+// The replayed plan's figures (SimResult) as a row.
+bool simulate_into_row(const ProfileIndex& index, const MemorySystem& mem, const ReplayOptions& options,
+                       const Plan& plan, uint64_t budget, ReplayRow* row, std::string* error) {
   SimOptions so;
   so.steps = options.steps;
   so.budget_bytes = budget;
@@ -62,6 +66,15 @@ bool simulate_row(const ProfileIndex& index, const MemorySystem& mem, const Repl
   row->budget_violations = r.budget_violations;
   row->stall_ns = r.stall_ns;
   row->slow_extra_ns = r.slow_extra_ns;
+  row->slow_accesses = r.slow_reads + r.slow_writes;
+  row->fast_accesses = r.fast_reads + r.fast_writes;
+  row->slow_bytes = row->slow_accesses * mem.access_bytes;
+  return true;
+}
+
+bool simulate_row(const ProfileIndex& index, const MemorySystem& mem, const ReplayOptions& options,
+                  const Plan& plan, uint64_t budget, ReplayRow* row, std::string* error) {
+  if (!simulate_into_row(index, mem, options, plan, budget, row, error)) return false;
   row->budget_insufficient = plan.summary.budget_insufficient;
   row->message = plan.summary.message;
   return true;
@@ -98,22 +111,10 @@ bool add_executed_rows(const std::string& timeline_path, const ProfileIndex& ind
   for (const ExecutedStep& step : timeline.steps) {
     Plan plan;
     if (!executed_plan(timeline, step, index, &plan, error)) return false;
-    SimOptions so;
-    so.steps = options.steps;
-    so.budget_bytes = timeline.budget_bytes;
-    SimResult r;
-    if (!simulate_plan(index, plan, mem, so, &r, error)) return false;
     ReplayRow row;
+    if (!simulate_into_row(index, mem, options, plan, timeline.budget_bytes, &row, error)) return false;
     row.policy = "executed step " + std::to_string(step.step) + (step.deviated ? " (left the plan)" : "");
-    row.step_ns = r.step_ns;
-    row.ratio = dram_ns > 0 ? r.step_ns / dram_ns : 1.0;
-    row.budget_bytes = timeline.budget_bytes;
-    row.dram_peak_bytes = r.dram_peak_bytes;
-    row.migrated_bytes = r.migrated_bytes;
-    row.late_prefetches = r.late_prefetches;
-    row.budget_violations = r.budget_violations;
-    row.stall_ns = r.stall_ns;
-    row.slow_extra_ns = r.slow_extra_ns;
+    row.ratio = dram_ns > 0 ? row.step_ns / dram_ns : 1.0;
     row.message = std::to_string(step.issued.size()) + " moves issued, " + std::to_string(step.moves_done) +
                   " done, " + std::to_string(step.moves_failed) + " failed in the step";
     rows->push_back(row);

@@ -27,6 +27,11 @@ struct ReplayRow {
   uint32_t budget_violations = 0;
   double stall_ns = 0;
   double slow_extra_ns = 0;
+  // Modeled traffic per step: accesses (cache lines of access_bytes) served by each tier, and the
+  // slow tier's bytes; the figures a measured per-node miss count is set against.
+  double slow_accesses = 0;
+  double fast_accesses = 0;
+  double slow_bytes = 0;
   bool budget_insufficient = false;
   std::string message;
   // Row "optimal" only (optimal_plan.h): the solver's status ("optimal", "best-found", "too-large",

@@ -54,6 +54,22 @@ TEST(CostModel, SlowAccessesCostTheLatencyTermWhenItDominates) {
   EXPECT_EQ(r.dram_peak_bytes, 0u);
 }
 
+TEST(CostModel, CountsTheAccessesEachTierServes) {
+  // Object 1 (read in phases 0 and 2) born slow and prefetched at event 1; object 2 always fast.
+  Fixture f(make_profile(4, kPhase, {persistent(1, kMiB, 4, {0, 2}, 1000), persistent(2, kMiB, 4, {1}, 300)}));
+  Plan pl = f.plan(Tier::kFast);
+  pl.birth_tier[1] = Tier::kSlow;
+  SimResult slow = f.run(pl);
+  EXPECT_DOUBLE_EQ(slow.slow_reads, 2000);
+  EXPECT_DOUBLE_EQ(slow.fast_reads, 300);
+  pl.events[1] = {{1, MoveKind::kPrefetch}};
+  pl.events[3] = {{1, MoveKind::kEvict}};
+  SimResult moved = f.run(pl);
+  EXPECT_DOUBLE_EQ(moved.slow_reads, 1000);  // phase 0 only: the prefetch serves phase 2
+  EXPECT_DOUBLE_EQ(moved.fast_reads, 1300);
+  EXPECT_DOUBLE_EQ(moved.slow_writes + moved.fast_writes, 0);
+}
+
 TEST(CostModel, BandwidthTermWinsForStreamingPhases) {
   // 1e6 reads * 64 B at 30 GB/s = 2.13 ms > 1 ms phase; latency term 11.25 ms / 8 ... compute both.
   Fixture f(make_profile(2, kPhase, {persistent(1, 64 * kMiB, 2, {0}, 1'000'000)}));

@@ -63,6 +63,15 @@ TEST(Timeline, TheExecutedStepIsAPlanTheCostModelReplays) {
   SimResult r;
   ASSERT_TRUE(simulate_plan(index, plan, mem, SimOptions{}, &r, &error)) << error;
   EXPECT_GT(r.step_ns, 0);
+  // The replay reports the last of three steps: B, prefetched in the first and never evicted, is fast by
+  // then, and A is born fast; one replayed step still reads B from the slow tier.
+  EXPECT_DOUBLE_EQ(r.slow_reads, 0);
+  EXPECT_DOUBLE_EQ(r.fast_reads, 200000);
+  SimOptions one;
+  one.steps = 1;
+  ASSERT_TRUE(simulate_plan(index, plan, mem, one, &r, &error)) << error;
+  EXPECT_DOUBLE_EQ(r.slow_reads, 100000);
+  EXPECT_DOUBLE_EQ(r.fast_reads, 100000);
 }
 
 TEST(Timeline, RejectsMalformedLinesNamingThem) {

@@ -51,6 +51,17 @@ TEST(ReplayCli, JsonRowsFromAProfileFile) {
     EXPECT_GE(row["step_time_ratio"].get<double>(), 1.0 - 1e-9);
   }
   EXPECT_DOUBLE_EQ(dram_ratio, 1.0);
+  // Every policy serves the same accesses, split between the tiers; all-DRAM sends none to the slow one.
+  double total = -1;
+  for (const auto& row : j) {
+    const double slow = row["slow_accesses"].get<double>(), fast = row["fast_accesses"].get<double>();
+    EXPECT_DOUBLE_EQ(row["slow_bytes"].get<double>(), slow * 64);
+    if (total < 0) total = slow + fast;
+    EXPECT_NEAR(slow + fast, total, total * 1e-12) << row["policy"];
+    if (row["policy"] == "all-dram") EXPECT_EQ(slow, 0);
+    if (row["policy"] == "all-slow") EXPECT_EQ(fast, 0);
+  }
+  EXPECT_GT(total, 0);
   Plan plan;
   EXPECT_TRUE(read_plan_file(plan_path, &plan, &err)) << err;
   EXPECT_EQ(plan.policy, "sentinel");

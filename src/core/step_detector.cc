@@ -376,7 +376,11 @@ void StepDetector::lock(uint64_t t, uint64_t start, uint64_t cycle_from, uint32_
 // learned step stands in for it, at the learned start's level of live objects, after a complete step.
 bool StepDetector::begins_step(uint64_t site, uint32_t live_objects, uint32_t seen, bool complete) const noexcept {
   if (site == anchor_site_) return anchor_per_step_ == 1 || (seen >= anchor_per_step_ && complete);
-  return anchor_per_step_ == 1 && period_ > 1 && site == cycle_[1] && complete && live_objects <= start_objects_;
+  // The step in progress must have reached the learned length too: the event after the anchor also
+  // recurs inside a step, near its end at the start's level of live objects (an LSTM's gate buffer four
+  // events before the end), and starting a step there made every step start over at the anchor.
+  return anchor_per_step_ == 1 && period_ > 1 && site == cycle_[1] && complete && live_objects <= start_objects_ &&
+         step_events_ >= period_;
 }
 
 void StepDetector::begin_step(uint64_t site, uint64_t size) noexcept {

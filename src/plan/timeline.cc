@@ -32,8 +32,15 @@ bool parse_record(const std::string& line, ExecutedTimeline* out, bool* header,
   }
   const std::string type = j["type"];
   if (type == "header") {
-    if (j.value("format", "") != "sentinel-timeline" || j.value("version", 0) != 1) {
+    // Types checked before any conversion: a float converted to an integer out of range is undefined.
+    const auto format = j.find("format"), version = j.find("version");
+    if (format == j.end() || !format->is_string() || *format != "sentinel-timeline" || version == j.end() ||
+        !version->is_number_unsigned() || version->get<uint64_t>() != 1) {
       return bad("not a sentinel-timeline of version 1");
+    }
+    if (j.contains("policy") && !j["policy"].is_string()) return bad("\"policy\" must be a string");
+    if (j.contains("budget_bytes") && !j["budget_bytes"].is_number_unsigned()) {
+      return bad("\"budget_bytes\" must be a non-negative integer");
     }
     if (!j.contains("period") || !j["period"].is_number_unsigned() || j["period"].get<uint64_t>() == 0 ||
         j["period"].get<uint64_t>() > (1u << 24)) {

@@ -88,6 +88,10 @@ TEST(Timeline, RejectsFieldsOfTheWrongTypeWithoutThrowing) {
        {std::string("{\"type\":\"header\",\"format\":1,\"version\":1,\"period\":3}"),
         std::string("{\"type\":\"header\",\"format\":\"sentinel-timeline\",\"version\":\"1\",\"period\":3}"),
         std::string("{\"type\":\"header\",\"format\":\"sentinel-timeline\",\"version\":1,\"period\":3,\"policy\":7}"),
+        // Found by the million-run timeline_fuzz (UBSan): 1e114 converted to an int.
+        std::string("{\"type\":\"header\",\"format\":\"sentinel-timeline\",\"version\":1e114,\"period\":3}"),
+        std::string("{\"type\":\"header\",\"format\":\"sentinel-timeline\",\"version\":1,\"period\":3,"
+                    "\"budget_bytes\":-1e300}"),
         std::string(kHeader) + "{\"type\":\"step\",\"step\":1}\n{\"type\":\"move\",\"step\":1,\"phase\":0,"
                                "\"tag\":\"0x1\",\"to\":[],\"what\":\"done\"}",
         std::string(kHeader) + "{\"type\":\"step\",\"step\":1}\n{\"type\":\"phase\",\"step\":1,\"phase\":0,"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds Sentinel and runs every test: unit, hazard and PyTorch tests (ctest), bounded fuzz runs of the
-# readers of outside input, and the tests inside the two-node QEMU guest. Set
-# SENTINEL_SKIP_GUEST=1 to leave the guest out (it boots QEMU under TCG: about two minutes).
+# readers of outside input, the sanitizer stage (scripts/sanitizers.sh) and the tests inside the
+# two-node QEMU guest. Set SENTINEL_SKIP_GUEST=1 to leave the guest out (it boots QEMU under TCG: about
+# two minutes) and SENTINEL_SANITIZERS=0 to leave the sanitizer stage out.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${SENTINEL_BUILD_DIR:-$root/build}"
@@ -16,6 +17,10 @@ ctest --test-dir "$build" -LE guest --output-on-failure -j 2
 
 echo "== fuzzing the readers of outside input (4 x 15 s; bench/fuzz/run.sh runs a million each)"
 bash "$root/scripts/fuzz.sh" -max_total_time=15 "$build-fuzz"
+
+if [ "${SENTINEL_SANITIZERS:-1}" = 1 ]; then
+  bash "$root/scripts/sanitizers.sh"
+fi
 
 if [ "$guest" = ON ]; then
   echo "== tests in the two-node guest"

@@ -84,7 +84,7 @@ TEST(Timeline, RejectsMalformedLinesNamingThem) {
 // Found by timeline_fuzz: a field of the wrong type made nlohmann's value() throw out of the reader.
 TEST(Timeline, RejectsFieldsOfTheWrongTypeWithoutThrowing) {
   const char* const kHeader = "{\"type\":\"header\",\"format\":\"sentinel-timeline\",\"version\":1,\"period\":3}\n";
-  for (const std::string bad :
+  for (const std::string& bad :
        {std::string("{\"type\":\"header\",\"format\":1,\"version\":1,\"period\":3}"),
         std::string("{\"type\":\"header\",\"format\":\"sentinel-timeline\",\"version\":\"1\",\"period\":3}"),
         std::string("{\"type\":\"header\",\"format\":\"sentinel-timeline\",\"version\":1,\"period\":3,\"policy\":7}"),

@@ -61,4 +61,15 @@ __attribute__((visibility("default"))) int sentinel_get_counters(struct sentinel
   return 0;
 }
 
+__attribute__((visibility("default"))) int sentinel_get_footprint(struct sentinel_footprint* out) {
+  if (out == nullptr) return -1;
+  const sentinel::HeapStats heap =
+      g_state.heap.reserved_bytes() != 0 ? g_state.heap.stats() : sentinel::HeapStats{};
+  out->extents = heap.extents_carved;
+  out->extent_bytes = heap.carved_bytes;
+  out->cached_bytes = heap.cached_bytes;
+  out->cached_resident_bytes = heap.cached_resident_bytes;
+  return 0;
+}
+
 }  // extern "C"

@@ -175,13 +175,17 @@ void at_exit() noexcept {
   }
   flush_deferred();
   if (original_process && g_state.config.stats_path[0] != '\0') {
-    if (!write_stats_json(g_state.config.stats_path)) {
-      log_write(LogLevel::kError, "cannot write SENTINEL_STATS file");
+    std::string error;
+    if (!write_stats_json(g_state.config.stats_path, &error)) {
+      log_write(LogLevel::kError, ("cannot write SENTINEL_STATS file: " + error).c_str());
     }
   }
   if (original_process && g_state.config.trace_path[0] != '\0') {
     // Unlocked on purpose (writing allocates): threads still running at exit may tear a line or two.
-    if (!write_event_trace(g_state.config.trace_path)) log_write(LogLevel::kError, "cannot write SENTINEL_TRACE file");
+    std::string error;
+    if (!write_event_trace(g_state.config.trace_path, &error)) {
+      log_write(LogLevel::kError, ("cannot write SENTINEL_TRACE file: " + error).c_str());
+    }
   }
   if (original_process) fault_injection_report();
   char message[256];

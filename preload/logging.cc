@@ -1,11 +1,15 @@
 #include "logging.h"
 
 #include <spdlog/logger.h>
-#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <mutex>
 #include <string>
 
+#include "core/output_file.h"
 #include "runtime_state.h"
 
 namespace sentinel::rt {
@@ -14,6 +18,32 @@ namespace {
 // Created once and never destroyed: the log must outlive every other static of the process, because
 // the program may still allocate (and Sentinel may still report) during exit.
 spdlog::logger* g_logger = nullptr;
+
+// SENTINEL_LOG_FILE: appended to across runs, so it cannot be renamed into place; opened with
+// O_NOFOLLOW|O_APPEND (core/output_file.h) so that a symlink planted at its name is refused.
+class AppendFileSink : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  explicit AppendFileSink(int fd) : fd_(fd) {}
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    spdlog::memory_buf_t line;
+    formatter_->format(msg, line);
+    const char* p = line.data();
+    size_t left = line.size();
+    while (left > 0) {
+      const ssize_t n = ::write(fd_, p, left);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return;  // a full disk loses log lines, never the program
+      p += n;
+      left -= static_cast<size_t>(n);
+    }
+  }
+  void flush_() override {}  // every line is already a write(2)
+
+ private:
+  int fd_;  // never closed: the log outlives every other static
+};
 
 spdlog::level::level_enum to_spdlog(LogLevel l) {
   switch (l) {
@@ -34,11 +64,8 @@ void log_init(const Config& config) noexcept {
     spdlog::sink_ptr sink;
     std::string file_error;
     if (config.log_file[0] != '\0') {
-      try {
-        sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(config.log_file, false);
-      } catch (const std::exception& e) {
-        file_error = e.what();
-      }
+      const int fd = open_append_no_follow(config.log_file, &file_error);
+      if (fd >= 0) sink = std::make_shared<AppendFileSink>(fd);
     }
     if (!sink) sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
     auto* logger = new spdlog::logger("sentinel", sink);
@@ -47,8 +74,7 @@ void log_init(const Config& config) noexcept {
     logger->flush_on(spdlog::level::trace);
     g_logger = logger;
     if (!file_error.empty()) {
-      logger->error("cannot open SENTINEL_LOG_FILE='{}' ({}); logging to stderr", config.log_file,
-                    file_error);
+      logger->error("SENTINEL_LOG_FILE: {}; logging to stderr", file_error);
     }
   } catch (...) {
     g_logger = nullptr;  // logging is lost, the program is not

@@ -3,11 +3,11 @@
 #include <numaif.h>
 
 #include <atomic>
-#include <fstream>
 #include <memory>
 #include <mutex>
 #include <vector>
 
+#include "core/output_file.h"
 #include "logging.h"
 #include "os/os.h"
 #include "manage/birth_table.h"
@@ -104,7 +104,7 @@ struct Manager {
   MemorySystem mem;
   PlannerConfig planner;
   EngineSink sink;
-  std::ofstream timeline_file;
+  OutputFileStream timeline_file;  // renamed into place at exit (core/output_file.h)
   std::unique_ptr<manage::TimelineWriter> timeline;
   std::unique_ptr<PlanExecutor> executor;
   Stage stage = Stage::kProfiling;
@@ -427,9 +427,8 @@ void load_inputs(Manager& m) {
     }
   }
   if (c.timeline_path[0] != '\0') {
-    m.timeline_file.open(c.timeline_path, std::ios::out | std::ios::trunc);
-    if (!m.timeline_file) {
-      log_write(LogLevel::kError, "cannot write SENTINEL_TIMELINE");
+    if (!m.timeline_file.open(c.timeline_path, &error)) {
+      log_write(LogLevel::kError, ("cannot write SENTINEL_TIMELINE: " + error).c_str());
     } else {
       m.timeline = std::make_unique<manage::TimelineWriter>(&m.timeline_file, c.timeline_steps);
       m.timeline->set_clock(now_ns);
@@ -522,7 +521,12 @@ void manager_at_exit() noexcept {
     std::lock_guard<std::mutex> lock(g_report_mu);
     if (g_manager == nullptr) return;
     drain_completions(*g_manager, ~uint64_t{0});
-    if (g_manager->timeline_file.is_open()) g_manager->timeline_file.flush();
+    if (g_manager->timeline_file.is_open()) {
+      std::string error;
+      if (!g_manager->timeline_file.commit(&error)) {
+        log_write(LogLevel::kError, ("cannot write SENTINEL_TIMELINE: " + error).c_str());
+      }
+    }
   } catch (...) {
   }
 }

@@ -1,12 +1,11 @@
 #include "stats_json.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <cstdio>
+#include <exception>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "core/output_file.h"
 #include "core/stats_keys.h"
 #include "core/text_buf.h"
 #include "manager.h"
@@ -131,8 +130,7 @@ void add_managed(Json& j, const State& s) {
 
 }  // namespace
 
-bool write_stats_json(const char* path) noexcept {
-  std::string text;
+bool write_stats_json(const char* path, std::string* error) noexcept {
   try {
     const State& s = g_state;
     Json j;
@@ -142,25 +140,27 @@ bool write_stats_json(const char* path) noexcept {
     if (s.config.mode == Mode::kProfile || s.config.mode == Mode::kManaged) add_profiler(j);
     add_placement(j, s);
     if (s.config.mode == Mode::kManaged) add_managed(j, s);
-    text = j.dump(2) + "\n";
-  } catch (...) {
+    return write_file_replacing(path, j.dump(2) + "\n", error);
+  } catch (const std::exception& e) {
+    *error = e.what();
     return false;
   }
-  const int fd = ::open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return false;
-  write_all(fd, text.data(), text.size());
-  return ::close(fd) == 0;
 }
 
-bool write_event_trace(const char* path) noexcept {
-  std::FILE* f = std::fopen(path, "w");
-  if (f == nullptr) return false;
-  std::fprintf(f, "# sentinel allocation-event trace: site live_objects live_bytes size\n");
-  g_state.detector.for_each_event([f](uint64_t site, uint32_t objects, uint64_t bytes, uint64_t size) {
-    std::fprintf(f, "%016llx %u %llu %llu\n", static_cast<unsigned long long>(site), objects,
-                 static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(size));
-  });
-  return std::fclose(f) == 0;
+bool write_event_trace(const char* path, std::string* error) noexcept {
+  try {
+    std::string text = "# sentinel allocation-event trace: site live_objects live_bytes size\n";
+    g_state.detector.for_each_event([&text](uint64_t site, uint32_t objects, uint64_t bytes, uint64_t size) {
+      char line[96];
+      std::snprintf(line, sizeof line, "%016llx %u %llu %llu\n", static_cast<unsigned long long>(site), objects,
+                    static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(size));
+      text += line;
+    });
+    return write_file_replacing(path, text, error);
+  } catch (const std::exception& e) {
+    *error = e.what();
+    return false;
+  }
 }
 
 }  // namespace sentinel::rt

@@ -37,6 +37,17 @@ struct sentinel_counters {
 /* Fills *out; returns 0, or -1 when out is NULL. */
 int sentinel_get_counters(struct sentinel_counters* out);
 
+/* What Sentinel holds, for soak tests that check it stays flat over a long run. */
+struct sentinel_footprint {
+  uint64_t extents;               /* object-heap extents carved so far (each keeps a table record) */
+  uint64_t extent_bytes;          /* address space those extents span */
+  uint64_t cached_bytes;          /* freed extents kept for reuse */
+  uint64_t cached_resident_bytes; /* of which still backed by memory */
+};
+
+/* Fills *out; returns 0, or -1 when out is NULL. */
+int sentinel_get_footprint(struct sentinel_footprint* out);
+
 /* The NUMA node Sentinel placed the object that starts at p on, or -1 (not an object start). */
 int sentinel_object_node(const void* p);
 

@@ -180,9 +180,36 @@ constexpr Entry kEntries[] = {
 };
 constexpr size_t kEntryCount = sizeof kEntries / sizeof kEntries[0];
 
+// A byte of a user's value or name as a message shows it: hostile text must not break the message into
+// lines or send escape sequences to the terminal, so control bytes, bytes >= 0x7f, quotes and
+// backslashes are written as \xNN.
+void put_byte_escaped(TextBuf& msg, char byte) {
+  const auto c = static_cast<unsigned char>(byte);
+  if (c < 0x20 || c >= 0x7f || c == '\'' || c == '\\') {
+    msg.put("\\x").put_char("0123456789abcdef"[c >> 4]).put_char("0123456789abcdef"[c & 15]);
+  } else {
+    msg.put_char(byte);
+  }
+}
+
+// A value, escaped, cut short when long.
+void put_value_escaped(TextBuf& msg, const char* value) {
+  constexpr size_t kShownBytes = 40;  // escaped, at most 160 characters: the message fits 512 bytes
+  size_t shown = 0;
+  for (const char* p = value; *p != '\0'; ++p, ++shown) {
+    if (shown == kShownBytes) {
+      msg.put("...");
+      return;
+    }
+    put_byte_escaped(msg, *p);
+  }
+}
+
 void invalid(char* error, size_t cap, const char* var, const char* value, const char* accepted) {
   TextBuf msg(error, cap);
-  msg.put("sentinel: invalid ").put(var).put("='").put(value).put("': accepted ").put(accepted);
+  msg.put("sentinel: invalid ").put(var).put("='");
+  put_value_escaped(msg, value);
+  msg.put("': accepted ").put(accepted);
   msg.put("; running as a pass-through allocator");
 }
 
@@ -248,7 +275,7 @@ bool find_unknown_variable(char* warning, size_t cap) noexcept {
     }
     TextBuf msg(warning, cap);
     msg.put("sentinel: unknown variable ignored: ");
-    for (const char* e = entry; *e != '\0' && *e != '='; ++e) msg.put_char(*e);
+    for (const char* e = entry; *e != '\0' && *e != '='; ++e) put_byte_escaped(msg, *e);
     msg.put(" (`sentinel run --help` lists the known variables)");
     found = true;
   });

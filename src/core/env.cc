@@ -1,9 +1,13 @@
 #include "core/env.h"
 
+#include <sys/auxv.h>
+
 namespace sentinel {
 
+bool secure_execution() noexcept { return getauxval(AT_SECURE) != 0; }
+
 const char* env_get(const char* name) noexcept {
-  if (environ == nullptr || name == nullptr) return nullptr;
+  if (environ == nullptr || name == nullptr || secure_execution()) return nullptr;
   for (char** e = environ; *e != nullptr; ++e) {
     const char* s = *e;
     const char* n = name;

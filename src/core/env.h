@@ -7,10 +7,18 @@
 
 namespace sentinel {
 
-// Returns the value of `name` from `environ`, or nullptr. Does not allocate.
+// True when the kernel started this process in secure-execution mode (AT_SECURE: setuid or setgid,
+// file capabilities, an LSM transition). Then Sentinel reads no environment at all, as secure_getenv(3)
+// does: whoever starts a privileged program must not choose the files Sentinel writes inside it or how
+// it manages its memory. Does not allocate.
+bool secure_execution() noexcept;
+
+// Returns the value of `name` from `environ`, or nullptr (always nullptr under secure execution).
+// Does not allocate.
 const char* env_get(const char* name) noexcept;
 
-// Calls fn(name_with_value) for every environ entry that starts with `prefix`. Does not allocate.
+// Calls fn(name_with_value) for every environ entry that starts with `prefix` (none under secure
+// execution). Does not allocate.
 template <typename Fn>
 void env_for_each_with_prefix(const char* prefix, Fn fn) noexcept;
 
@@ -33,7 +41,7 @@ extern "C" char** environ;
 namespace sentinel {
 template <typename Fn>
 void env_for_each_with_prefix(const char* prefix, Fn fn) noexcept {
-  if (environ == nullptr) return;
+  if (environ == nullptr || secure_execution()) return;
   for (char** e = environ; *e != nullptr; ++e) {
     const char* s = *e;
     const char* p = prefix;

@@ -14,10 +14,12 @@ static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<int32_t>
 
 bool LiveStatusWriter::open(const char* path) noexcept {
   close();
-  const int fd = ::open(path, O_RDWR | O_CLOEXEC);
+  // The file exists already (`sentinel run` made it with mkstemp): never follow a symlink planted at its
+  // name, and never resize or write into anything but a regular file of this user (docs/reliability.md).
+  const int fd = ::open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) return false;
   struct stat st;
-  bool ok = ::fstat(fd, &st) == 0 &&
+  bool ok = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() &&
             (static_cast<size_t>(st.st_size) >= sizeof(LiveStatusFile) || ::ftruncate(fd, sizeof(LiveStatusFile)) == 0);
   void* p = ok ? ::mmap(nullptr, sizeof(LiveStatusFile), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
   ::close(fd);

@@ -1,5 +1,6 @@
 #include "plan/plan_io.h"
 
+#include "core/output_file.h"
 #include "plan/tag_text.h"
 
 #include <algorithm>
@@ -197,24 +198,14 @@ bool parse_plan(std::string_view text, Plan* out, std::string* error) {
 }
 
 bool write_plan_file(const std::string& path, const Plan& plan, std::string* error) {
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::trunc);
-    if (!f) {
-      if (error != nullptr) *error = "cannot write '" + tmp + "'";
-      return false;
-    }
-    f << serialize_plan(plan);
-    if (!f.good()) {
-      if (error != nullptr) *error = "write failed for '" + tmp + "'";
-      return false;
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    if (error != nullptr) *error = "cannot rename '" + tmp + "' to '" + path + "'";
+  std::string text;
+  try {
+    text = serialize_plan(plan);
+  } catch (const std::exception& e) {
+    if (error != nullptr) *error = "cannot serialize the plan for '" + path + "': " + e.what();
     return false;
   }
-  return true;
+  return write_file_replacing(path, text, error);
 }
 
 bool read_plan_file(const std::string& path, Plan* out, std::string* error) {

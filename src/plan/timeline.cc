@@ -3,6 +3,7 @@
 #include "plan/tag_text.h"
 
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 
 namespace sentinel {
@@ -22,6 +23,85 @@ bool parse_tags(const nlohmann::json& v, std::vector<uint64_t>* out) {
   return true;
 }
 
+// One record; throws (nlohmann type errors, bad_alloc) on what it does not check itself.
+bool parse_record(const std::string& line, ExecutedTimeline* out, bool* header,
+                  const std::function<bool(const std::string&)>& bad) {
+  const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("type") || !j["type"].is_string()) {
+    return bad("not a JSON object with a \"type\"");
+  }
+  const std::string type = j["type"];
+  if (type == "header") {
+    // Types checked before any conversion: a float converted to an integer out of range is undefined.
+    const auto format = j.find("format"), version = j.find("version");
+    if (format == j.end() || !format->is_string() || *format != "sentinel-timeline" || version == j.end() ||
+        !version->is_number_unsigned() || version->get<uint64_t>() != 1) {
+      return bad("not a sentinel-timeline of version 1");
+    }
+    if (j.contains("policy") && !j["policy"].is_string()) return bad("\"policy\" must be a string");
+    if (j.contains("budget_bytes") && !j["budget_bytes"].is_number_unsigned()) {
+      return bad("\"budget_bytes\" must be a non-negative integer");
+    }
+    if (!j.contains("period") || !j["period"].is_number_unsigned() || j["period"].get<uint64_t>() == 0 ||
+        j["period"].get<uint64_t>() > (1u << 24)) {
+      return bad("period must be an integer from 1 to 2^24");
+    }
+    out->period = j["period"].get<uint32_t>();
+    out->policy = j.value("policy", "");
+    out->budget_bytes = j.value("budget_bytes", uint64_t{0});
+    *header = true;
+    return true;
+  }
+  if (!*header) return bad("the header must come first");
+  if (!j.contains("step") || !j["step"].is_number_integer()) return bad("\"step\" must be an integer");
+  const int64_t step = j["step"];
+  if (type == "step") {
+    ExecutedStep s;
+    s.step = step;
+    out->steps.push_back(std::move(s));
+    return true;
+  }
+  if (out->steps.empty() || out->steps.back().step != step) return bad("a record of a step that was not begun");
+  ExecutedStep& s = out->steps.back();
+  if (type == "deviation") {
+    s.deviated = true;
+    return true;
+  }
+  if (!j.contains("phase") || !j["phase"].is_number_unsigned() || j["phase"].get<uint64_t>() >= out->period) {
+    return bad("\"phase\" must be an integer below the period");
+  }
+  const uint32_t phase = j["phase"];
+  if (type == "phase") {
+    ExecutedStep::PhaseState& p = s.phases[phase];
+    p = {};
+    if (!parse_tags(j.value("fast", nlohmann::json::array()), &p.fast) ||
+        !parse_tags(j.value("slow", nlohmann::json::array()), &p.slow) ||
+        !parse_tags(j.value("moving", nlohmann::json::array()), &p.moving)) {
+      return bad("fast, slow and moving must be arrays of \"0x...\" tags");
+    }
+  } else if (type == "move") {
+    TimelineMove m;
+    m.phase = phase;
+    if (!j.contains("tag") || !parse_tag(j["tag"], &m.tag)) return bad("\"tag\" must be a \"0x...\" tag");
+    const std::string to = j.value("to", "");
+    const std::string what = j.value("what", "");
+    if (to != "fast" && to != "slow") return bad("\"to\" must be \"fast\" or \"slow\"");
+    m.to = to == "fast" ? Tier::kFast : Tier::kSlow;
+    if (what == "issued") {
+      s.issued.push_back(m);
+    } else if (what == "done") {
+      ++s.moves_done;
+    } else if (what == "failed") {
+      ++s.moves_failed;
+    } else {
+      return bad("\"what\" must be issued, done or failed");
+    }
+  } else {
+    return bad("unknown type \"" + type + "\"");
+  }
+  return true;
+}
+
 }  // namespace
 
 bool parse_timeline(std::istream& in, ExecutedTimeline* out, std::string* error) {
@@ -33,77 +113,14 @@ bool parse_timeline(std::istream& in, ExecutedTimeline* out, std::string* error)
     *error = "timeline line " + std::to_string(n) + ": " + why;
     return false;
   };
-  while (std::getline(in, line)) {
-    ++n;
-    if (line.empty()) continue;
-    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("type") || !j["type"].is_string()) {
-      return bad("not a JSON object with a \"type\"");
+  try {
+    while (std::getline(in, line)) {
+      ++n;
+      if (line.empty()) continue;
+      if (!parse_record(line, out, &header, bad)) return false;
     }
-    const std::string type = j["type"];
-    if (type == "header") {
-      if (j.value("format", "") != "sentinel-timeline" || j.value("version", 0) != 1) {
-        return bad("not a sentinel-timeline of version 1");
-      }
-      if (!j.contains("period") || !j["period"].is_number_unsigned() || j["period"].get<uint64_t>() == 0 ||
-          j["period"].get<uint64_t>() > (1u << 24)) {
-        return bad("period must be an integer from 1 to 2^24");
-      }
-      out->period = j["period"].get<uint32_t>();
-      out->policy = j.value("policy", "");
-      out->budget_bytes = j.value("budget_bytes", uint64_t{0});
-      header = true;
-      continue;
-    }
-    if (!header) return bad("the header must come first");
-    if (!j.contains("step") || !j["step"].is_number_integer()) return bad("\"step\" must be an integer");
-    const int64_t step = j["step"];
-    if (type == "step") {
-      ExecutedStep s;
-      s.step = step;
-      s.phases.resize(out->period);
-      out->steps.push_back(std::move(s));
-      continue;
-    }
-    if (out->steps.empty() || out->steps.back().step != step) return bad("a record of a step that was not begun");
-    ExecutedStep& s = out->steps.back();
-    if (type == "deviation") {
-      s.deviated = true;
-      continue;
-    }
-    if (!j.contains("phase") || !j["phase"].is_number_unsigned() || j["phase"].get<uint64_t>() >= out->period) {
-      return bad("\"phase\" must be an integer below the period");
-    }
-    const uint32_t phase = j["phase"];
-    if (type == "phase") {
-      ExecutedStep::PhaseState& p = s.phases[phase];
-      p = {};
-      p.seen = true;
-      if (!parse_tags(j.value("fast", nlohmann::json::array()), &p.fast) ||
-          !parse_tags(j.value("slow", nlohmann::json::array()), &p.slow) ||
-          !parse_tags(j.value("moving", nlohmann::json::array()), &p.moving)) {
-        return bad("fast, slow and moving must be arrays of \"0x...\" tags");
-      }
-    } else if (type == "move") {
-      TimelineMove m;
-      m.phase = phase;
-      if (!j.contains("tag") || !parse_tag(j["tag"], &m.tag)) return bad("\"tag\" must be a \"0x...\" tag");
-      const std::string to = j.value("to", "");
-      const std::string what = j.value("what", "");
-      if (to != "fast" && to != "slow") return bad("\"to\" must be \"fast\" or \"slow\"");
-      m.to = to == "fast" ? Tier::kFast : Tier::kSlow;
-      if (what == "issued") {
-        s.issued.push_back(m);
-      } else if (what == "done") {
-        ++s.moves_done;
-      } else if (what == "failed") {
-        ++s.moves_failed;
-      } else {
-        return bad("\"what\" must be issued, done or failed");
-      }
-    } else {
-      return bad("unknown type \"" + type + "\"");
-    }
+  } catch (const std::exception& e) {  // a field of the wrong type, or out of memory
+    return bad(std::string("malformed record (") + e.what() + ")");
   }
   if (!header) {
     *error = "timeline: no header (an empty file?)";
@@ -139,7 +156,9 @@ bool executed_plan(const ExecutedTimeline& t, const ExecutedStep& step, const Pr
   };
   for (const ObjectView& o : index.objects()) {
     const uint32_t birth = o.cyclic ? 0 : o.birth;
-    const ExecutedStep::PhaseState& ph = step.phases[birth];
+    static const ExecutedStep::PhaseState kNoRecord;
+    const auto at = step.phases.find(birth);
+    const ExecutedStep::PhaseState& ph = at != step.phases.end() ? at->second : kNoRecord;
     Tier tier = Tier::kSlow;
     if (contains(ph.fast, o.tag)) {
       tier = Tier::kFast;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <istream>
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -24,13 +25,13 @@ struct TimelineMove {
 // One managed step as it ran.
 struct ExecutedStep {
   int64_t step = 0;
-  // Per phase (index = phase; empty vectors for phases with no record): the objects on each tier when the
-  // phase began, by completed moves, and those with a move in flight.
+  // The phases that have a record (keyed by phase, below the period): the objects on each tier when the
+  // phase began, by completed moves, and those with a move in flight. Sparse, so that a hostile
+  // timeline with a huge period costs memory by its records, not by its period.
   struct PhaseState {
-    bool seen = false;
     std::vector<uint64_t> fast, slow, moving;
   };
-  std::vector<PhaseState> phases;
+  std::map<uint32_t, PhaseState> phases;
   std::vector<TimelineMove> issued;  // in issue order
   uint32_t moves_done = 0, moves_failed = 0;
   bool deviated = false;
@@ -43,7 +44,7 @@ struct ExecutedTimeline {
   std::vector<ExecutedStep> steps;
 };
 
-// Reads JSON lines; false with *error naming the line for anything malformed.
+// Reads JSON lines; false with *error naming the line for anything malformed. Never throws.
 bool parse_timeline(std::istream& in, ExecutedTimeline* out, std::string* error);
 bool read_timeline_file(const std::string& path, ExecutedTimeline* out, std::string* error);
 

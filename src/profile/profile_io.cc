@@ -17,6 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/output_file.h"
+
 namespace sentinel {
 namespace {
 
@@ -398,24 +400,8 @@ bool write_profile_file(const std::string& path, const StepProfile& p, std::stri
   if (!validate_profile(p, &invalid)) return set_error(error, path + ": refusing to write an invalid profile: " + invalid);
   const std::string text = serialize_profile(p);
   if (text.empty()) return set_error(error, path + ": out of memory while serializing");
-  const std::string tmp = path + ".tmp";
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (f == nullptr) return set_error(error, tmp + ": cannot create: " + std::strerror(errno));
-  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  int saved = errno;
-  if (std::fclose(f) != 0 && ok) {
-    ok = false;
-    saved = errno;
-  }
-  if (!ok) {
-    std::remove(tmp.c_str());
-    return set_error(error, tmp + ": write failed: " + std::strerror(saved));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    saved = errno;
-    std::remove(tmp.c_str());
-    return set_error(error, path + ": rename from " + tmp + " failed: " + std::strerror(saved));
-  }
+  std::string write_error;
+  if (!write_file_replacing(path, text, &write_error)) return set_error(error, write_error);
   return true;
 }
 

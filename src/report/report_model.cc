@@ -116,8 +116,8 @@ bool executed_part(const ReportInputs& in, const ProfileIndex& index, const Memo
   const uint32_t P = index.period();
   std::unordered_map<uint64_t, std::string> states;
   for (uint32_t i : rows) states[index.object(i).tag] = std::string(P, '.');
-  for (uint32_t k = 0; k < P && k < step->phases.size(); ++k) {
-    const ExecutedStep::PhaseState& ph = step->phases[k];
+  for (const auto& [k, ph] : step->phases) {  // only the phases with a record
+    if (k >= P) break;
     auto mark = [&](const std::vector<uint64_t>& tags, char c) {
       for (uint64_t tag : tags) {
         auto it = states.find(tag);

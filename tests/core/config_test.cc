@@ -172,6 +172,22 @@ INSTANTIATE_TEST_SUITE_P(
                       BadValue{"SENTINEL_STACK_DEPTH", "64", "1 to 32"},
                       BadValue{"SENTINEL_RESERVE", "1M", "64M to 64T"}));
 
+// A hostile value (control bytes, a newline, escape sequences, non-ASCII, a great length) still gives
+// one printable line that ends saying Sentinel runs as a pass-through allocator, for every variable.
+TEST(Config, AHostileValueIsShownEscapedAndCutShortOnOneLine) {
+  const std::string hostile = "\x1b[2J\nrm -rf '\\" + std::string(600, '\xfc');  // too long even for a path
+  for (size_t i = 0; i < config_variable_count(); ++i) {
+    const std::string name = config_variable(i).name;
+    Config c;
+    std::string error;
+    ASSERT_FALSE(parse({{name, hostile}}, &c, &error)) << name;
+    EXPECT_EQ(error.rfind("sentinel: invalid " + name + "='\\x1b[2J\\x0arm -rf \\x27\\x5c\\xfc", 0), 0u) << error;
+    EXPECT_NE(error.find("...': accepted "), std::string::npos) << error;
+    EXPECT_NE(error.find("; running as a pass-through allocator"), std::string::npos) << error;
+    for (const char ch : error) EXPECT_TRUE(ch >= 0x20 && ch < 0x7f) << name << ": " << error;
+  }
+}
+
 TEST(Config, UnknownVariableIsReportedButForeignPrefixesAreNot) {
   char warning[512];
   setenv("SENTINEL_GUEST_TIMEOUT", "5", 1);

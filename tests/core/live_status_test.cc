@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <string>
 #include <thread>
 
 namespace sentinel {
@@ -42,6 +43,26 @@ TEST(LiveStatus, WhatTheWriterPublishesTheReaderReads) {
   w.close();
   EXPECT_TRUE(read_live_status(f.path, &s)) << "the file outlives the writer";
   EXPECT_FALSE(read_live_status("/nonexistent/status", &s));
+}
+
+// SENTINEL_STATUS names a file Sentinel writes into: a symlink planted at that name is not followed, and
+// nothing but a regular file is resized or written.
+TEST(LiveStatus, NeverWritesThroughASymlinkOrIntoAnythingButARegularFile) {
+  TempPath victim;
+  FILE* v = std::fopen(victim.path, "w");
+  std::fputs("precious", v);
+  std::fclose(v);
+  const std::string link = std::string(victim.path) + ".link";
+  ASSERT_EQ(::symlink(victim.path, link.c_str()), 0);
+  LiveStatusWriter w;
+  EXPECT_FALSE(w.open(link.c_str()));
+  EXPECT_FALSE(w.open("/dev/null"));
+  ::unlink(link.c_str());
+  char text[16] = {};
+  v = std::fopen(victim.path, "r");
+  ASSERT_EQ(std::fread(text, 1, sizeof text, v), 8u);
+  std::fclose(v);
+  EXPECT_STREQ(text, "precious");
 }
 
 // A child that inherits the variable (fork, or a spawned program) must not write over its parent's status.

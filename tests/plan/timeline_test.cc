@@ -90,5 +90,45 @@ TEST(Timeline, RejectsMalformedLinesNamingThem) {
   }
 }
 
+// Found by timeline_fuzz: a field of the wrong type made nlohmann's value() throw out of the reader.
+TEST(Timeline, RejectsFieldsOfTheWrongTypeWithoutThrowing) {
+  const char* const kHeader = "{\"type\":\"header\",\"format\":\"sentinel-timeline\",\"version\":1,\"period\":3}\n";
+  for (const std::string& bad :
+       {std::string("{\"type\":\"header\",\"format\":1,\"version\":1,\"period\":3}"),
+        std::string("{\"type\":\"header\",\"format\":\"sentinel-timeline\",\"version\":\"1\",\"period\":3}"),
+        std::string("{\"type\":\"header\",\"format\":\"sentinel-timeline\",\"version\":1,\"period\":3,\"policy\":7}"),
+        // Found by the million-run timeline_fuzz (UBSan): 1e114 converted to an int.
+        std::string("{\"type\":\"header\",\"format\":\"sentinel-timeline\",\"version\":1e114,\"period\":3}"),
+        std::string("{\"type\":\"header\",\"format\":\"sentinel-timeline\",\"version\":1,\"period\":3,"
+                    "\"budget_bytes\":-1e300}"),
+        std::string(kHeader) + "{\"type\":\"step\",\"step\":1}\n{\"type\":\"move\",\"step\":1,\"phase\":0,"
+                               "\"tag\":\"0x1\",\"to\":[],\"what\":\"done\"}",
+        std::string(kHeader) + "{\"type\":\"step\",\"step\":1}\n{\"type\":\"phase\",\"step\":1,\"phase\":0,"
+                               "\"fast\":{}}"}) {
+    std::istringstream in(bad);
+    ExecutedTimeline t;
+    std::string error;
+    EXPECT_FALSE(parse_timeline(in, &t, &error)) << bad;
+    EXPECT_NE(error.find("timeline line"), std::string::npos) << error;
+  }
+}
+
+// Seen while writing timeline_fuzz: every step reserved a record per phase of the period (up to 2^24),
+// so a few short lines cost gigabytes. Phases are kept by record now.
+TEST(Timeline, AHugePeriodCostsMemoryByRecordsNotByPeriod) {
+  std::string text = "{\"type\":\"header\",\"format\":\"sentinel-timeline\",\"version\":1,\"period\":16777216}\n";
+  for (int step = 0; step < 1000; ++step) {
+    text += "{\"type\":\"step\",\"step\":" + std::to_string(step) + "}\n";
+    text += "{\"type\":\"phase\",\"step\":" + std::to_string(step) + ",\"phase\":16777215,\"fast\":[\"0x1\"]}\n";
+  }
+  std::istringstream in(text);
+  ExecutedTimeline t;
+  std::string error;
+  ASSERT_TRUE(parse_timeline(in, &t, &error)) << error;
+  ASSERT_EQ(t.steps.size(), 1000u);
+  EXPECT_EQ(t.steps.back().phases.size(), 1u);
+  EXPECT_EQ(t.steps.back().phases.at(16777215).fast, std::vector<uint64_t>{1});
+}
+
 }  // namespace
 }  // namespace sentinel

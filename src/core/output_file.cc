@@ -1,0 +1,149 @@
+#include "core/output_file.h"
+
+#include <fcntl.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+
+namespace sentinel {
+namespace {
+
+bool fail(std::string* error, const std::string& what, int err) {
+  if (error != nullptr) *error = what + ": " + std::strerror(err);
+  return false;
+}
+
+// "<dir>/.<base>.<16 hex digits>.tmp": hidden, in the target's directory (rename stays within one
+// file system), unpredictable so that nothing can be planted at it beforehand.
+std::string temp_name_for(const std::string& path) {
+  uint64_t random = 0;
+  if (getrandom(&random, sizeof random, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof random)) {
+    // No entropy yet (early boot): O_EXCL still refuses anything planted; mix in what varies.
+    random = (static_cast<uint64_t>(getpid()) << 32) ^ reinterpret_cast<uintptr_t>(&random);
+  }
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? std::string() : path.substr(0, slash + 1);
+  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  char suffix[24];
+  std::snprintf(suffix, sizeof suffix, ".%016llx.tmp", static_cast<unsigned long long>(random));
+  return dir + "." + base + suffix;
+}
+
+}  // namespace
+
+OutputFile::~OutputFile() { abandon(); }
+
+bool OutputFile::open(const std::string& path, std::string* error) {
+  abandon();
+  if (path.empty() || path.back() == '/') return fail(error, "'" + path + "'", EISDIR);
+  path_ = path;
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    temp_path_ = temp_name_for(path);
+    fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, kOutputFileMode);
+    if (fd_ >= 0) {
+      write_errno_ = 0;
+      return true;
+    }
+    if (errno != EEXIST) break;
+  }
+  const int err = errno;
+  temp_path_.clear();
+  return fail(error, "cannot create a temporary file next to '" + path + "'", err);
+}
+
+bool OutputFile::write(std::string_view bytes) {
+  if (fd_ < 0) return false;
+  if (write_errno_ != 0) return false;
+  const char* p = bytes.data();
+  size_t left = bytes.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd_, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      write_errno_ = errno;
+      return false;
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+bool OutputFile::commit(std::string* error) {
+  if (fd_ < 0) return fail(error, "'" + path_ + "'", EBADF);
+  int err = write_errno_;
+  std::string what = "cannot write '" + temp_path_ + "'";
+  if (err == 0 && ::fsync(fd_) != 0 && errno != EINVAL) {  // EINVAL: a file system without fsync
+    err = errno;
+  }
+  if (::close(fd_) != 0 && err == 0) err = errno;
+  fd_ = -1;
+  if (err == 0 && ::rename(temp_path_.c_str(), path_.c_str()) != 0) {
+    err = errno;
+    what = "cannot rename '" + temp_path_ + "' to '" + path_ + "'";
+  }
+  if (err != 0) {
+    ::unlink(temp_path_.c_str());
+    temp_path_.clear();
+    return fail(error, what, err);
+  }
+  temp_path_.clear();
+  return true;
+}
+
+void OutputFile::abandon() {
+  if (fd_ >= 0) {
+    ::close(fd_);
+    fd_ = -1;
+  }
+  if (!temp_path_.empty()) {
+    ::unlink(temp_path_.c_str());
+    temp_path_.clear();
+  }
+}
+
+int OutputFileBuffer::overflow(int c) {
+  if (sync() != 0) return traits_type::eof();
+  if (traits_type::eq_int_type(c, traits_type::eof())) return traits_type::not_eof(c);
+  *pptr() = traits_type::to_char_type(c);
+  pbump(1);
+  return c;
+}
+
+int OutputFileBuffer::sync() {
+  const bool ok = file_.write(std::string_view(pbase(), static_cast<size_t>(pptr() - pbase())));
+  setp(data_, data_ + sizeof data_);
+  return ok ? 0 : -1;
+}
+
+bool OutputFileStream::open(const std::string& path, std::string* error) {
+  clear();
+  discard();
+  if (file_.open(path, error)) return true;
+  setstate(std::ios::badbit);
+  return false;
+}
+
+bool OutputFileStream::commit(std::string* error) {
+  flush();  // a failed write is remembered by file_, which then refuses to commit
+  return file_.commit(error);
+}
+
+bool write_file_replacing(const std::string& path, std::string_view contents, std::string* error) {
+  OutputFile file;
+  if (!file.open(path, error)) return false;
+  file.write(contents);
+  return file.commit(error);
+}
+
+int open_append_no_follow(const std::string& path, std::string* error) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, kOutputFileMode);
+  if (fd < 0) fail(error, "cannot open '" + path + "' for appending", errno);
+  return fd;
+}
+
+}  // namespace sentinel

@@ -1,0 +1,198 @@
+#include "core/output_file.h"
+
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace sentinel {
+namespace {
+
+class OutputFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/sentinel-output-file-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { std::system(("rm -rf '" + dir_ + "'").c_str()); }
+
+  std::string at(const std::string& name) const { return dir_ + "/" + name; }
+  static std::string slurp(const std::string& path) {
+    std::ifstream f(path);
+    std::stringstream s;
+    s << f.rdbuf();
+    return s.str();
+  }
+  static void spit(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+  std::vector<std::string> entries() const {
+    std::vector<std::string> names;
+    DIR* d = opendir(dir_.c_str());
+    while (dirent* e = readdir(d)) {
+      const std::string n = e->d_name;
+      if (n != "." && n != "..") names.push_back(n);
+    }
+    closedir(d);
+    return names;
+  }
+  static bool is_symlink(const std::string& path) {
+    struct stat st;
+    return lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+  }
+
+  std::string dir_;
+};
+
+TEST_F(OutputFileTest, WritesTheWholeFileOwnerOnlyAndLeavesNoTemporary) {
+  std::string error;
+  ASSERT_TRUE(write_file_replacing(at("stats.json"), "{\"a\":1}\n", &error)) << error;
+  EXPECT_EQ(slurp(at("stats.json")), "{\"a\":1}\n");
+  struct stat st;
+  ASSERT_EQ(stat(at("stats.json").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(entries(), std::vector<std::string>{"stats.json"});
+}
+
+TEST_F(OutputFileTest, ReplacesAnExistingFileWhole) {
+  spit(at("p.json"), std::string(10000, 'x'));
+  std::string error;
+  ASSERT_TRUE(write_file_replacing(at("p.json"), "short", &error)) << error;
+  EXPECT_EQ(slurp(at("p.json")), "short");
+}
+
+TEST_F(OutputFileTest, ASymlinkPlantedAtTheTargetIsReplacedNotWrittenThrough) {
+  spit(at("victim"), "precious");
+  ASSERT_EQ(symlink(at("victim").c_str(), at("stats.json").c_str()), 0);
+  std::string error;
+  ASSERT_TRUE(write_file_replacing(at("stats.json"), "data", &error)) << error;
+  EXPECT_EQ(slurp(at("victim")), "precious");
+  EXPECT_FALSE(is_symlink(at("stats.json")));
+  EXPECT_EQ(slurp(at("stats.json")), "data");
+}
+
+TEST_F(OutputFileTest, SymlinksPlantedAtPredictableTemporaryNamesAreNeverFollowed) {
+  spit(at("victim"), "precious");
+  // Every name an older writer (or a guess) would use: path.tmp, path~, .path.tmp.
+  for (const char* name : {"t.json.tmp", "t.json~", ".t.json.tmp", ".t.json.0000000000000000.tmp"}) {
+    ASSERT_EQ(symlink(at("victim").c_str(), at(name).c_str()), 0);
+  }
+  for (int i = 0; i < 20; ++i) {
+    std::string error;
+    ASSERT_TRUE(write_file_replacing(at("t.json"), "round " + std::to_string(i), &error)) << error;
+  }
+  EXPECT_EQ(slurp(at("victim")), "precious");
+  EXPECT_EQ(slurp(at("t.json")), "round 19");
+  EXPECT_TRUE(is_symlink(at("t.json.tmp")));
+}
+
+TEST_F(OutputFileTest, TheTemporaryLivesInTheTargetDirectoryAndIsCreatedExclusively) {
+  OutputFile f;
+  std::string error;
+  ASSERT_TRUE(f.open(at("timeline.jsonl"), &error)) << error;
+  EXPECT_EQ(f.temp_path().rfind(dir_ + "/.timeline.jsonl.", 0), 0u) << f.temp_path();
+  EXPECT_TRUE(f.write("line\n"));
+  EXPECT_EQ(access(at("timeline.jsonl").c_str(), F_OK), -1);  // nothing at the target until commit
+  ASSERT_TRUE(f.commit(&error)) << error;
+  EXPECT_EQ(slurp(at("timeline.jsonl")), "line\n");
+}
+
+TEST_F(OutputFileTest, AnAbandonedFileLeavesTheOldContentsAndNoTemporary) {
+  spit(at("plan.json"), "old plan");
+  {
+    OutputFile f;
+    std::string error;
+    ASSERT_TRUE(f.open(at("plan.json"), &error)) << error;
+    f.write("half a new pl");
+  }  // destroyed without commit
+  EXPECT_EQ(slurp(at("plan.json")), "old plan");
+  EXPECT_EQ(entries(), std::vector<std::string>{"plan.json"});
+}
+
+// A process killed mid-write: the target holds the old file (or nothing), never a truncated one.
+TEST_F(OutputFileTest, AKillMidWriteLeavesTheOldFileOrNothing) {
+  spit(at("old.json"), "complete old contents");
+  for (const std::string name : {"old.json", "new.json"}) {
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      OutputFile f;
+      if (!f.open(at(name), nullptr)) _exit(2);
+      f.write(std::string(1 << 20, 'y'));
+      raise(SIGKILL);  // between write and commit
+      _exit(3);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFSIGNALED(status)) << status;
+  }
+  EXPECT_EQ(slurp(at("old.json")), "complete old contents");
+  EXPECT_EQ(access(at("new.json").c_str(), F_OK), -1);
+}
+
+TEST_F(OutputFileTest, AMissingDirectoryIsAnErrorNamingThePath) {
+  std::string error;
+  EXPECT_FALSE(write_file_replacing(at("no/such/dir/x.json"), "x", &error));
+  EXPECT_NE(error.find("no/such/dir/x.json"), std::string::npos) << error;
+  EXPECT_FALSE(write_file_replacing("", "x", &error));
+}
+
+TEST_F(OutputFileTest, AStreamAppearsWholeOnlyAtCommit) {
+  spit(at("timeline.jsonl"), "previous run\n");
+  OutputFileStream out;
+  std::string error;
+  ASSERT_TRUE(out.open(at("timeline.jsonl"), &error)) << error;
+  std::string expected;
+  for (int i = 0; i < 20000; ++i) {  // several times the stream's buffer
+    out << "{\"line\":" << i << "}\n";
+    expected += "{\"line\":" + std::to_string(i) + "}\n";
+  }
+  out.flush();
+  EXPECT_EQ(slurp(at("timeline.jsonl")), "previous run\n");
+  ASSERT_TRUE(out.commit(&error)) << error;
+  EXPECT_EQ(slurp(at("timeline.jsonl")), expected);
+  EXPECT_EQ(entries(), std::vector<std::string>{"timeline.jsonl"});
+}
+
+TEST_F(OutputFileTest, AStreamThatCannotOpenIsBadAndDoesNotCommit) {
+  OutputFileStream out;
+  std::string error;
+  EXPECT_FALSE(out.open(at("missing/t.jsonl"), &error));
+  EXPECT_TRUE(out.bad());
+  out << "ignored";
+  EXPECT_FALSE(out.commit(&error));
+}
+
+TEST_F(OutputFileTest, AppendRefusesASymlinkAndNeverTruncates) {
+  spit(at("victim"), "precious");
+  ASSERT_EQ(symlink(at("victim").c_str(), at("sentinel.log").c_str()), 0);
+  std::string error;
+  EXPECT_EQ(open_append_no_follow(at("sentinel.log"), &error), -1);
+  EXPECT_NE(error.find("sentinel.log"), std::string::npos) << error;
+  EXPECT_EQ(slurp(at("victim")), "precious");
+
+  spit(at("run.log"), "first run\n");
+  const int fd = open_append_no_follow(at("run.log"), &error);
+  ASSERT_GE(fd, 0) << error;
+  ASSERT_EQ(write(fd, "second run\n", 11), 11);
+  close(fd);
+  EXPECT_EQ(slurp(at("run.log")), "first run\nsecond run\n");
+
+  const int fresh = open_append_no_follow(at("new.log"), &error);
+  ASSERT_GE(fresh, 0) << error;
+  close(fresh);
+  struct stat st;
+  ASSERT_EQ(stat(at("new.log").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+}
+
+}  // namespace
+}  // namespace sentinel

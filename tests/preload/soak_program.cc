@@ -1,0 +1,145 @@
+// A long training-like run for soak tests (tests/preload/soak_test.cc, bench/soak/run.sh): a small
+// model's allocation pattern (persistent weights and optimizer state; per step, activations allocated
+// layer by layer in the forward pass and freed in reverse in the backward pass, gradients, a temporary
+// workspace per layer, and a batch whose size varies from step to step), with every buffer written.
+// After each step it samples what must stay flat: resident memory, /proc/self/maps lines (mbind can
+// split mappings), the object heap's extents (sentinel_get_footprint) and the system allocator's bytes
+// in use (mallinfo2: the loop itself makes no small allocations, so growth there is Sentinel's own).
+//
+//   soak_program STEPS [WARMUP_STEPS]
+// prints one line per metric: "slope <metric> <per-step slope after warm-up> first=<v> last=<v>",
+// the slope fitted by least squares over the steps after warm-up (default: the first quarter).
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <malloc.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "sentinel/sentinel.h"
+
+namespace {
+
+constexpr int kLayers = 8;
+
+size_t activation_bytes(int layer) { return (size_t{256} << 10) + (size_t(layer) << 16); }
+
+void* filled(size_t bytes, int value) {
+  void* p = std::malloc(bytes);
+  if (p == nullptr) std::abort();
+  std::memset(p, value, bytes);
+  return p;
+}
+
+uint64_t resident_bytes() {
+  char buf[128];
+  const int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+  const ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+  if (fd >= 0) close(fd);
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  unsigned long long size = 0, resident = 0;
+  std::sscanf(buf, "%llu %llu", &size, &resident);
+  return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+uint64_t maps_lines() {
+  static char buf[1 << 16];
+  const int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  uint64_t lines = 0;
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0)
+    for (ssize_t i = 0; i < n; ++i) lines += buf[i] == '\n';
+  close(fd);
+  return lines;
+}
+
+struct Sample {
+  double rss, maps, extents, malloc_bytes;
+};
+
+// Least-squares slope of ys over x = 0, 1, 2, ...
+double slope(const std::vector<double>& ys) {
+  const double n = static_cast<double>(ys.size());
+  if (ys.size() < 2) return 0.0;
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (size_t i = 0; i < ys.size(); ++i) {
+    const double x = static_cast<double>(i);
+    sx += x;
+    sy += ys[i];
+    sxx += x * x;
+    sxy += x * ys[i];
+  }
+  return (n * sxy - sx * sy) / (n * sxx - sx * sx);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const long steps = argc > 1 ? std::atol(argv[1]) : 1000;
+  const long warmup = argc > 2 ? std::atol(argv[2]) : steps / 4;
+  if (steps < 4 || warmup < 0 || warmup >= steps - 2) {
+    std::fprintf(stderr, "usage: soak_program STEPS [WARMUP_STEPS < STEPS - 2]\n");
+    return 2;
+  }
+  auto footprint = reinterpret_cast<int (*)(sentinel_footprint*)>(dlsym(RTLD_DEFAULT, "sentinel_get_footprint"));
+
+  // Allocated and touched up front, so that filling it in does not show as the program's growth.
+  std::vector<Sample> samples(static_cast<size_t>(steps));
+  void* weights[kLayers];
+  void* optimizer[kLayers];
+  for (int l = 0; l < kLayers; ++l) {
+    weights[l] = filled(size_t{1} << 20, l);
+    optimizer[l] = filled(size_t{2} << 20, l);
+  }
+  void* activations[kLayers];
+  uint64_t checksum = 0;
+  for (long step = 0; step < steps; ++step) {
+    void* batch = filled((size_t{512} << 10) + static_cast<size_t>(step % 7) * (40 << 10), int(step));
+    for (int l = 0; l < kLayers; ++l) {  // forward
+      void* workspace = filled(size_t{128} << 10, l);
+      activations[l] = filled(activation_bytes(l), int(step) + l);
+      std::free(workspace);
+    }
+    for (int l = kLayers - 1; l >= 0; --l) {  // backward
+      void* gradient = filled(activation_bytes(l), l);
+      checksum += static_cast<unsigned char*>(activations[l])[activation_bytes(l) - 1];
+      static_cast<unsigned char*>(weights[l])[step % (1 << 20)] ^= 1;  // optimizer update
+      std::free(gradient);
+      std::free(activations[l]);
+    }
+    std::free(batch);
+    sentinel_footprint f{};
+    if (footprint != nullptr) footprint(&f);
+    const struct mallinfo2 m = mallinfo2();
+    samples[static_cast<size_t>(step)] =
+        Sample{static_cast<double>(resident_bytes()), static_cast<double>(maps_lines()),
+               static_cast<double>(f.extents), static_cast<double>(m.uordblks + m.hblkhd)};
+  }
+  for (int l = 0; l < kLayers; ++l) {
+    std::free(weights[l]);
+    std::free(optimizer[l]);
+  }
+
+  struct Metric {
+    const char* name;
+    double Sample::*field;
+  };
+  const Metric metrics[] = {{"resident_bytes", &Sample::rss},
+                            {"maps_lines", &Sample::maps},
+                            {"heap_extents", &Sample::extents},
+                            {"malloc_bytes", &Sample::malloc_bytes}};
+  for (const Metric& m : metrics) {
+    std::vector<double> ys;
+    for (size_t i = static_cast<size_t>(warmup); i < samples.size(); ++i) ys.push_back(samples[i].*m.field);
+    std::printf("slope %s %.6f first=%.0f last=%.0f\n", m.name, slope(ys), ys.front(), ys.back());
+  }
+  std::printf("steps %ld warmup %ld sentinel %d checksum %llu\n", steps, warmup, footprint != nullptr,
+              static_cast<unsigned long long>(checksum));
+  return 0;
+}

@@ -35,6 +35,7 @@ struct Counters {
   std::atomic<uint64_t> step_marks{0};
   std::atomic<uint64_t> plan_deviations{0};  // allocations where a managed step left its plan
   std::atomic<uint64_t> planned_fast_forced_slow{0};  // the plan said fast, the budget had no room
+  std::atomic<uint64_t> forked_children{0};  // fork() without exec: children that ran as pass-through
 };
 
 struct State {
@@ -44,11 +45,14 @@ struct State {
   std::atomic<size_t> threshold{~size_t{0}};
   Config config;
   pid_t init_pid = 0;
+  int64_t rank = -1;  // RANK, else LOCAL_RANK; -1 outside a launched job
   uint64_t start_ns = 0;
   char topology[256] = {};  // why these nodes (or why no placement), for the stats
 
   ObjectHeap heap;
   place::BudgetPlacer placer;
+  place::HostLedger ledger;  // the host budget shared with the job's other ranks, when joined
+  char ledger_path[place::HostLedger::kPathMax] = {};
   CallSiteHasher sites;
   Counters counters;
   DeferredLog log;

@@ -93,8 +93,8 @@ void report_config_error(const char* message) {
   write_all(2, "\n", 1);
 }
 
-// The key that names this job's ledger: SENTINEL_JOB, else MASTER_ADDR:MASTER_PORT (set by torchrun and
-// by hand for torch.distributed's env:// rendezvous); empty when the process is not part of a job.
+// The key that names this job's shared files: SENTINEL_JOB, else MASTER_ADDR:MASTER_PORT (set by torchrun
+// and by hand for torch.distributed's env:// rendezvous); empty when the process is not part of a job.
 void job_key(char* out, size_t cap) {
   TextBuf key(out, cap);
   const char* job = g_state.config.job;
@@ -110,8 +110,7 @@ void job_key(char* out, size_t cap) {
 // Joins the host ledger of this job so that its ranks on this host share one bytes budget. A
 // percentage budget stays per process (p% of each rank's own peak adds up to p% of the ranks' peaks).
 void join_host_ledger(const BudgetSpec& budget) {
-  char key[160];
-  job_key(key, sizeof key);
+  const char* key = g_state.job_key;
   if (key[0] == '\0') return;
   if (budget.kind != BudgetKind::kBytes) {
     if (budget.kind == BudgetKind::kPercent)
@@ -119,7 +118,6 @@ void join_host_ledger(const BudgetSpec& budget) {
     return;
   }
   const ProcessIdentity id = current_identity();
-  g_state.rank = id.rank;
   char path[place::HostLedger::kPathMax];
   const char* why = nullptr;
   if (!place::HostLedger::path_for("/dev/shm", key, id.host, path, sizeof path) ||
@@ -142,6 +140,23 @@ void join_host_ledger(const BudgetSpec& budget) {
     log_write(LogLevel::kWarn, "host ledger: this job's ranks were given different SENTINEL_FAST_BUDGET values; "
                                "the first rank's holds");
   }
+}
+
+// Profile once (managed mode): LOCAL_RANK 0 of each host profiles and shares its profile through a file
+// in /dev/shm; the host's other ranks wait for it (manager.cc). Not for a process outside a launched job,
+// nor when a profile or plan is given.
+void choose_profile_role(const ProcessIdentity& id) {
+  const Config& c = g_state.config;
+  if (c.mode != Mode::kManaged || g_state.job_key[0] == '\0' || id.rank < 0 || c.profile_in[0] != '\0' ||
+      c.plan_in[0] != '\0' || c.profile_wait_s == 0) {
+    return;
+  }
+  if (!job_file_path("/dev/shm", "profile", g_state.job_key, id.host, g_state.shared_profile,
+                     sizeof g_state.shared_profile)) {
+    g_state.shared_profile[0] = '\0';
+    return;
+  }
+  g_state.profile_leader = id.local_rank >= 0 ? id.local_rank == 0 : id.rank == 0;
 }
 
 // Finds the fast and slow nodes and sets up the budget placer. With one memory node there is nothing
@@ -199,7 +214,15 @@ void initialise() noexcept {
   g_state.config = config;
   g_state.sites.skip_module_of(reinterpret_cast<const void*>(&initialise));
   g_state.init_pid = getpid();
-  g_state.rank = current_identity().rank;
+  {
+    const ProcessIdentity id = current_identity();
+    g_state.rank = id.rank;
+    timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    g_state.start_realtime_ns = static_cast<uint64_t>(wall.tv_sec) * 1000000000ull + static_cast<uint64_t>(wall.tv_nsec);
+    job_key(g_state.job_key, sizeof g_state.job_key);
+    choose_profile_role(id);
+  }
   g_state.start_ns = now_ns();
   log_init(config);
   atexit(exit_handler);

@@ -40,6 +40,7 @@ struct ManagerReport {
   bool enabled = false;
   std::string stage;        // "off", "profiling", "matching-profile", "managed"
   std::string plan_source;  // "planned", "SENTINEL_PLAN", "" (none yet)
+  std::string profile_source;  // "own", "SENTINEL_PROFILE_IN", "LOCAL_RANK 0" (docs/distributed.md)
   manage::ExecutorStats executor;  // managed/fallback steps, moves, late prefetches, fidelity
   uint64_t replans = 0;
   uint64_t plans = 0;

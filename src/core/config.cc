@@ -183,6 +183,11 @@ constexpr Entry kEntries[] = {
     {{"SENTINEL_PROFILE_IN", kPathValues, "none", "managed mode: start from this recorded profile when it matches",
       "--profile-in"},
      [](Parser& p, Config& c) { p.path(c.profile_in, sizeof c.profile_in); }},
+    {{"SENTINEL_PROFILE_WAIT", "an integer from 0 to 86400 (seconds)", "300",
+      "managed mode, ranks of a job: how long a rank other than LOCAL_RANK 0 waits for that rank's profile "
+      "before it profiles itself; 0: every rank profiles (docs/distributed.md)",
+      nullptr},
+     [](Parser& p, Config& c) { p.number(false, 0, 86400, &c.profile_wait_s); }},
     {{"SENTINEL_PLAN", kPathValues, "none", "managed mode: execute this plan (sentinel replay --write-plan)",
       "--plan"},
      [](Parser& p, Config& c) { p.path(c.plan_in, sizeof c.plan_in); }},

@@ -54,6 +54,7 @@ struct Config {
   uint64_t sample_period = 10007;         // SENTINEL_SAMPLE_PERIOD: PMU events per sample
   // Managed mode.
   char profile_in[kPathMax] = {};         // SENTINEL_PROFILE_IN: start from this profile
+  uint32_t profile_wait_s = 300;          // SENTINEL_PROFILE_WAIT: a follower rank waits this long for the leader's
   char plan_in[kPathMax] = {};            // SENTINEL_PLAN: execute this plan
   char tier[kPathMax] = "cxl";            // SENTINEL_TIER: tier model the in-process planner plans for
   char timeline_path[kPathMax] = {};      // SENTINEL_TIMELINE: executed timeline of managed steps

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <initializer_list>
 
 #include "core/text_buf.h"
 
@@ -108,6 +109,21 @@ bool expand_output_path(const char* pattern, const ProcessIdentity& id, char* ou
     return false;
   }
   return true;
+}
+
+bool job_file_path(const char* dir, const char* kind, const char* job, const char* host, char* out,
+                   size_t cap) noexcept {
+  Appender p{out, cap};
+  p.put(dir);
+  p.put("/sentinel-");
+  p.put(kind);
+  p.put_char('-');
+  uint64_t h = 14695981039346656037ull;
+  for (const char* part : {job, "\n", host})
+    for (const char* s = part; *s != '\0'; ++s) h = (h ^ static_cast<unsigned char>(*s)) * 1099511628211ull;
+  static constexpr char kHex[] = "0123456789abcdef";
+  for (int shift = 60; shift >= 0; shift -= 4) p.put_char(kHex[(h >> shift) & 15]);
+  return p.ok;
 }
 
 bool OutputClaims::claim_name(const char* path, char* name, size_t cap) const noexcept {

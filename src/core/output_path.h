@@ -33,6 +33,11 @@ bool expand_output_path(const char* pattern, const ProcessIdentity& id, char* ou
 // Whether the pattern names a path per process (%p) or per rank (%r).
 bool pattern_has(const char* pattern, char conversion) noexcept;
 
+// A file shared by the processes of job `job` on host `host`: "<dir>/sentinel-<kind>-<16 hex digits of a
+// hash of job and host>". False when it does not fit in out[0..cap).
+bool job_file_path(const char* dir, const char* kind, const char* job, const char* host, char* out,
+                   size_t cap) noexcept;
+
 // Claims of output paths, held as files "<dir>/sentinel-out-<hash of the absolute path>" containing the
 // holder's pid and start time. The claim files are removed by release_all() at the holder's exit; a
 // claim left behind by a killed process is taken over by the next process that wants the path.

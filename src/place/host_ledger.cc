@@ -8,6 +8,7 @@
 
 #include <cerrno>
 
+#include "core/output_path.h"
 #include "core/process_identity.h"
 #include "core/text_buf.h"
 
@@ -24,11 +25,6 @@ constexpr uint64_t owner_word(uint64_t generation, State state, pid_t pid) {
 constexpr State state_of(uint64_t word) { return static_cast<State>((word >> 32) & 0xff); }
 constexpr pid_t pid_of(uint64_t word) { return static_cast<pid_t>(word & 0xffffffffu); }
 constexpr uint64_t generation_of(uint64_t word) { return word >> 40; }
-
-uint64_t hash_text(uint64_t h, const char* s) {
-  for (; *s != '\0'; ++s) h = (h ^ static_cast<unsigned char>(*s)) * 1099511628211ull;  // FNV-1a
-  return h;
-}
 
 void raise(std::atomic<uint64_t>& peak, uint64_t value) {
   uint64_t cur = peak.load(std::memory_order_relaxed);
@@ -97,11 +93,7 @@ bool owner_alive(const HostLedger::Slot& s, uint64_t word) {
 }  // namespace
 
 bool HostLedger::path_for(const char* dir, const char* job, const char* host, char* out, size_t cap) noexcept {
-  TextBuf p(out, cap);
-  const uint64_t h = hash_text(hash_text(hash_text(14695981039346656037ull, job), "\n"), host);
-  p.put(dir).put("/sentinel-ledger-");
-  for (int shift = 60; shift >= 0; shift -= 4) p.put_char("0123456789abcdef"[(h >> shift) & 15]);
-  return p.size() + 1 < cap;  // TextBuf truncates silently: a full buffer may have lost characters
+  return job_file_path(dir, "ledger", job, host, out, cap);
 }
 
 bool HostLedger::join(const char* path, uint64_t budget_bytes, pid_t pid, uint64_t start_time,

@@ -9,7 +9,7 @@ fails on Python 3.11) and checks:
     bytes stay within it), while (--control) with SENTINEL_JOB=none each rank takes the whole budget;
   - with --hosts 2, the ranks run in two UTS + mount namespaces (own host name, own /dev/shm), as on two
     machines: each host's ranks share that host's ledger, nothing else is shared.
-Usage: ddp_ranks.py LIBSENTINEL [--ranks N] [--hosts H] [--budget-check [--control]] [--steps S]
+Usage: ddp_ranks.py LIBSENTINEL [--ranks N] [--hosts H] [--budget-check [--control]] [--managed] [--steps S]
 """
 import argparse
 import json
@@ -21,6 +21,15 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+JOBS = set()  # job keys used: their ledgers and shared profiles in /dev/shm are removed at the end
+
+
+def job_file(kind, job, host):
+    """The name Sentinel gives a job's file on a host (src/core/output_path.cc, job_file_path)."""
+    h = 14695981039346656037
+    for b in (job + "\n" + host).encode():
+        h = ((h ^ b) * 1099511628211) & (2**64 - 1)
+    return f"/dev/shm/sentinel-{kind}-{h:016x}"
 PROGRAM = os.path.join(HERE, "programs", "ddp_mlp.py")
 
 
@@ -49,6 +58,7 @@ def fake_two_node_sysfs(root):
 def run_job(args, tmp, name, env_extra):
     """Runs every rank; returns {rank: losses}. Ranks of host h run in one namespace when --hosts > 1."""
     port = free_port()
+    JOBS.add(f"127.0.0.1:{port}")
     per_host = args.ranks // args.hosts
     hosts = []
     for h in range(args.hosts):
@@ -101,11 +111,8 @@ def read_stats(tmp, name, ranks):
     return stats
 
 
-def check_profile_once(args, tmp, base):
+def check_profile_once(args, tmp, base, plain):
     """Managed mode: each host's LOCAL_RANK 0 profiles; the host's other ranks do not, they take its profile."""
-    steps = args.steps
-    args.steps = args.managed_steps
-    plain = run_job(args, tmp, "plain_managed", {"LD_PRELOAD": ""})
     # No software sampler: it protects pages of tensors, and gloo's recv(2) into a protected page fails with
     # EFAULT (docs/profiler.md, known limitations). The profile then has lifetimes but no access counts.
     env = dict(base, SENTINEL_MODE="managed", SENTINEL_FAST_BUDGET="50%", SENTINEL_SAMPLER="none",
@@ -113,7 +120,6 @@ def check_profile_once(args, tmp, base):
     env.setdefault("SENTINEL_SYSFS_ROOT", fake_two_node_sysfs(os.path.join(tmp, "sysfs")))
     losses = run_job(args, tmp, "managed", env)
     stats = read_stats(tmp, "managed", args.ranks)
-    args.steps = steps
     failures = []
     per_host = args.ranks // args.hosts
     for rank in range(args.ranks):
@@ -139,8 +145,10 @@ def main():
     p.add_argument("--hosts", type=int, default=1)
     p.add_argument("--steps", type=int, default=6)
     p.add_argument("--budget-check", action="store_true")
-    p.add_argument("--managed-steps", type=int, default=0,
-                   help="also run managed mode for this many steps: LOCAL_RANK 0 profiles, the others take its profile")
+    p.add_argument("--managed", action="store_true",
+                   help="also run managed mode: LOCAL_RANK 0 profiles, the others take its profile (give ~20 steps)")
+    p.add_argument("--budget", type=int, default=0,
+                   help="with --budget-check: this host budget in bytes (default: one rank's fast peak, measured)")
     p.add_argument("--control", action="store_true",
                    help="with --budget-check, also run with SENTINEL_JOB=none: each rank then has the whole budget")
     args = p.parse_args()
@@ -150,6 +158,8 @@ def main():
         base = {"LD_PRELOAD": args.lib, "SENTINEL_LOG": "warn", "SENTINEL_STATS": os.path.join(tmp, "track.stats.json")}
         if args.budget_check:
             base["SENTINEL_SYSFS_ROOT"] = fake_two_node_sysfs(os.path.join(tmp, "sysfs"))
+        if args.budget:  # straight to the shared budget: that run's stats are checked here too
+            base["SENTINEL_FAST_BUDGET"] = str(args.budget)
         under = run_job(args, tmp, "track", base)
         stats = read_stats(tmp, "track", args.ranks)
         for rank in range(args.ranks):
@@ -162,12 +172,15 @@ def main():
                 failures.append(f"rank {rank}: objects {s['objects_tracked']}, invalid frees {s['invalid_frees']}")
         print(f"{args.ranks} ranks on {args.hosts} host(s): bit-identical losses, one stats file per rank")
         if args.budget_check:
-            # Each rank alone fits in this budget; together they do not.
-            budget = max(s["peak_fast_bytes"] for s in stats.values())
-            shared_env = dict(base, SENTINEL_FAST_BUDGET=str(budget),
-                              SENTINEL_STATS=os.path.join(tmp, "shared.stats.json"))
-            shared_losses = run_job(args, tmp, "shared", shared_env)
-            shared = read_stats(tmp, "shared", args.ranks)
+            if args.budget:
+                budget, shared_env, shared_losses, shared = args.budget, base, under, stats
+            else:
+                # Each rank alone fits in this budget; together they do not.
+                budget = max(s["peak_fast_bytes"] for s in stats.values())
+                shared_env = dict(base, SENTINEL_FAST_BUDGET=str(budget),
+                                  SENTINEL_STATS=os.path.join(tmp, "shared.stats.json"))
+                shared_losses = run_job(args, tmp, "shared", shared_env)
+                shared = read_stats(tmp, "shared", args.ranks)
             alone = None
             if args.control:
                 alone_env = dict(shared_env, SENTINEL_JOB="none", SENTINEL_STATS=os.path.join(tmp, "alone.stats.json"))
@@ -200,8 +213,14 @@ def main():
             for rank in range(args.ranks):
                 if shared_losses[rank] != plain[rank]:
                     failures.append(f"rank {rank}: losses differ under a shared budget")
-        if args.managed_steps:
-            failures += check_profile_once(args, tmp, base)
+        if args.managed:
+            failures += check_profile_once(args, tmp, base, plain)
+    if args.hosts == 1:  # with several hosts each had a /dev/shm of its own, gone with its namespace
+        for job in JOBS:
+            for kind in ("ledger", "profile"):
+                path = job_file(kind, job, socket.gethostname())
+                if os.path.exists(path):
+                    os.unlink(path)
     if failures:
         sys.exit("FAIL: " + "; ".join(failures))
     print("OK")

@@ -375,6 +375,11 @@ void on_alloc(Manager& m, const ObjectEvent& e) {
   }
 }
 
+// How the log names the profile being matched.
+std::string given_profile_name(const Manager& m) {
+  return m.profile_source == "LOCAL_RANK 0" ? "LOCAL_RANK 0's profile" : "SENTINEL_PROFILE_IN";
+}
+
 // The share of `seen` tags that the expected tags contain, each expected tag counted once.
 double any_order_share(const std::vector<uint64_t>& expected, const std::vector<uint64_t>& seen) {
   if (seen.empty()) return 0.0;
@@ -398,7 +403,7 @@ void match_profile(Manager& m, const ObjectEvent& e) {
   if (e.step < 0 || e.period == 0) return;
   if (e.period != m.candidate->period) {
     if (e.step > 2) {
-      log_write(LogLevel::kWarn, ("SENTINEL_PROFILE_IN does not match this program (period " + std::to_string(e.period) +
+      log_write(LogLevel::kWarn, (given_profile_name(m) + " does not match this program (period " + std::to_string(e.period) +
                                   ", the profile's " + std::to_string(m.candidate->period) + "): profiling instead")
                                      .c_str());
       m.candidate.reset();
@@ -428,7 +433,7 @@ void match_profile(Manager& m, const ObjectEvent& e) {
     m.step = e.step;
     plan_and_start(m, "SENTINEL_PROFILE_IN matches");
   } else {
-    log_write(LogLevel::kWarn, ("SENTINEL_PROFILE_IN does not match this program (" +
+    log_write(LogLevel::kWarn, (given_profile_name(m) + " does not match this program (" +
                                 std::to_string(static_cast<int>(share * 100)) +
                                 "% of a step's allocations carry the profile's tags): profiling instead")
                                    .c_str());

@@ -128,6 +128,7 @@ struct Manager {
   std::string profile_source = "own";    // "own", "SENTINEL_PROFILE_IN", "LOCAL_RANK 0"
   uint64_t wait_until_ns = 0;            // a follower rank gives up waiting for the shared profile then
   bool shared_profile_published = false;
+  uint64_t plans_from_leader = 0;  // plans made from LOCAL_RANK 0's profile
   int64_t match_step = -1;
   uint32_t match_events = 0, match_hits = 0;
   std::vector<uint64_t> match_seen;  // the matched step's tags, in the order they came
@@ -431,7 +432,9 @@ void match_profile(Manager& m, const ObjectEvent& e) {
   if (share >= kProfileMatchShare) {
     m.profile = m.candidate;
     m.step = e.step;
-    plan_and_start(m, "SENTINEL_PROFILE_IN matches");
+    if (plan_and_start(m, (given_profile_name(m) + " matches").c_str()) && m.profile_source == "LOCAL_RANK 0") {
+      ++m.plans_from_leader;
+    }
   } else {
     log_write(LogLevel::kWarn, (given_profile_name(m) + " does not match this program (" +
                                 std::to_string(static_cast<int>(share * 100)) +
@@ -641,6 +644,7 @@ ManagerReport manager_report() noexcept {
     r.stage = stage_name(m.stage);
     r.plan_source = m.plan_source;
     r.profile_source = m.profile_source;
+    r.plans_from_leader = m.plans_from_leader;
     r.executor = st;
     r.replans = m.replans;
     r.plans = m.plans;

@@ -107,6 +107,7 @@ void add_managed(Json& j, const State& s) {
   j[key::kManagedStage] = m.stage;
   j[key::kPlanSource] = m.plan_source;
   j[key::kProfileSource] = m.profile_source;
+  j[key::kPlansFromLocalRank0Profile] = m.plans_from_leader;
   j[key::kFirstManagedStep] = m.first_managed_step;
   const manage::ExecutorStats& x = m.executor;
   j[key::kManagedSteps] = x.managed_steps;

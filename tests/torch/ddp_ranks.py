@@ -125,14 +125,17 @@ def check_profile_once(args, tmp, base, plain):
     for rank in range(args.ranks):
         s = stats[rank]
         leader = rank % per_host == 0
-        print(f"managed rank {rank}: profile from {s['profile_source']}, profiled steps {s['profiled_steps']}, "
+        print(f"managed rank {rank}: plans from LOCAL_RANK 0's profile {s['plans_from_local_rank0_profile']}, "
+              f"profile in force from {s['profile_source']}, profiled steps {s['profiled_steps']}, "
               f"managed steps {s['managed_steps']}")
         if losses[rank] != plain[rank]:
             failures.append(f"managed rank {rank}: losses differ")
-        if leader and (s["profile_source"] != "own" or s["profiled_steps"] == 0):
+        if leader and (s["profiled_steps"] == 0 or s["plans_from_local_rank0_profile"] != 0):
             failures.append(f"managed rank {rank} (LOCAL_RANK 0) did not profile")
-        if not leader and (s["profile_source"] != "LOCAL_RANK 0" or s["profiled_steps"] != 0):
-            failures.append(f"managed rank {rank} did not take LOCAL_RANK 0's profile")
+        # A follower plans from LOCAL_RANK 0's profile first; it may profile later (a re-detected step
+        # structure drops the plan: docs/managed-mode.md), not before.
+        if not leader and s["plans_from_local_rank0_profile"] == 0:
+            failures.append(f"managed rank {rank} did not plan from LOCAL_RANK 0's profile")
         if s["managed_steps"] == 0:
             failures.append(f"managed rank {rank}: no managed step")
     return failures

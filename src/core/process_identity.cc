@@ -7,6 +7,7 @@
 #include <cerrno>
 
 #include "core/env.h"
+#include "os/os.h"
 #include "core/text_buf.h"
 
 namespace sentinel {
@@ -46,16 +47,8 @@ uint64_t process_start_time(pid_t pid) noexcept {
   char path[64];
   TextBuf p(path, sizeof path);
   p.put("/proc/").put(static_cast<uint64_t>(pid)).put("/stat");
-  const int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
   char buf[1024];
-  ssize_t n;
-  do {
-    n = read(fd, buf, sizeof buf - 1);
-  } while (n < 0 && errno == EINTR);
-  close(fd);
-  if (n <= 0) return 0;
-  buf[n] = '\0';
+  if (os::read_small_file(path, buf, sizeof buf) <= 0) return 0;
   // The command name (field 2) is in parentheses and may contain spaces or ')': fields after it are
   // counted from the last ')'.
   const char* s = nullptr;

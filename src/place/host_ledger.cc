@@ -11,6 +11,7 @@
 #include "core/output_path.h"
 #include "core/process_identity.h"
 #include "core/text_buf.h"
+#include "os/os.h"
 
 namespace sentinel::place {
 namespace {
@@ -36,11 +37,11 @@ void raise(std::atomic<uint64_t>& peak, uint64_t value) {
 HostLedger::Memory* map_ledger(int fd, bool check_magic) {
   struct stat st;
   if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) != sizeof(HostLedger::Memory)) return nullptr;
-  void* p = mmap(nullptr, sizeof(HostLedger::Memory), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void* p = os::mmap(nullptr, sizeof(HostLedger::Memory), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (p == MAP_FAILED) return nullptr;
   auto* mem = static_cast<HostLedger::Memory*>(p);
   if (check_magic && mem->magic.load(std::memory_order_acquire) != kMagic) {
-    munmap(p, sizeof(HostLedger::Memory));
+    os::munmap(p, sizeof(HostLedger::Memory));
     return nullptr;
   }
   return mem;
@@ -72,7 +73,7 @@ HostLedger::Memory* create_ledger(const char* path, uint64_t budget, pid_t pid, 
   const int link_errno = errno;
   unlink(tmp);
   if (!linked) {
-    munmap(mem, sizeof(HostLedger::Memory));
+    os::munmap(mem, sizeof(HostLedger::Memory));
     *exists = link_errno == EEXIST;
     if (!*exists) *why = "cannot publish the ledger file";
     return nullptr;
@@ -125,7 +126,7 @@ bool HostLedger::join(const char* path, uint64_t budget_bytes, pid_t pid, uint64
   mem_ = mem;
   recover_dead();
   if (!claim_slot(pid, start_time, why)) {
-    munmap(mem_, sizeof(Memory));
+    os::munmap(mem_, sizeof(Memory));
     mem_ = nullptr;
     return false;
   }

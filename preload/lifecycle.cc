@@ -18,6 +18,7 @@
 #include "runtime.h"
 #include "runtime_state.h"
 #include "core/env.h"
+#include "core/process_identity.h"
 #include "topo/topology.h"
 #include "service.h"
 #include "stats_json.h"
@@ -42,6 +43,7 @@ void fork_prepare() {
 }
 
 void fork_parent() {
+  g_state.counters.forked_children.fetch_add(1, std::memory_order_relaxed);
   g_state.log.fork_parent();
   g_state.sites.fork_parent();
   g_state.heap.unlock_after_fork_parent();
@@ -49,8 +51,13 @@ void fork_parent() {
 }
 
 // The child has only the forking thread: every lock is free again, and the service thread is gone (its
-// queued messages are written at the child's exit).
+// queued messages are written at the child's exit). A child that does not exec (a DataLoader worker)
+// runs as a pass-through allocator: it makes no new objects, holds no share of the host budget (its
+// inherited objects are freed into its own copy of the heap, never from the parent's ledger slot), and
+// writes no output files (at_exit checks the pid). A child that execs starts afresh.
 void fork_child() {
+  g_state.threshold.store(~size_t{0}, std::memory_order_relaxed);
+  g_state.ledger.detach_after_fork();
   g_state.log.fork_child();
   g_state.sites.fork_child();
   g_state.heap.reset_after_fork_child();
@@ -65,9 +72,91 @@ void fork_child() {
 
 void exit_handler() { at_exit(); }
 
+// One log line per output path that got a suffix to keep this process's output apart from others'.
+void log_output_note(const char* note) {
+  char line[Config::kPathMax * 2];
+  size_t n = 0;
+  for (const char* s = note; *s != '\0'; ++s) {
+    if (*s != '\n' && n + 1 < sizeof line) {
+      line[n++] = *s;
+      continue;
+    }
+    if (*s != '\n') continue;
+    line[n] = '\0';
+    log_write(LogLevel::kWarn, line);
+    n = 0;
+  }
+}
+
 void report_config_error(const char* message) {
   write_all(2, message, __builtin_strlen(message));
   write_all(2, "\n", 1);
+}
+
+// The key that names this job's shared files: SENTINEL_JOB, else MASTER_ADDR:MASTER_PORT (set by torchrun
+// and by hand for torch.distributed's env:// rendezvous); empty when the process is not part of a job.
+void job_key(char* out, size_t cap) {
+  TextBuf key(out, cap);
+  const char* job = g_state.config.job;
+  if (job[0] != '\0') {
+    if (!str_equal(job, "none")) key.put(job);
+    return;
+  }
+  const char* addr = env_get("MASTER_ADDR");
+  const char* port = env_get("MASTER_PORT");
+  if (addr != nullptr && port != nullptr && addr[0] != '\0') key.put(addr).put(":").put(port);
+}
+
+// Joins the host ledger of this job so that its ranks on this host share one bytes budget. A
+// percentage budget stays per process (p% of each rank's own peak adds up to p% of the ranks' peaks).
+void join_host_ledger(const BudgetSpec& budget) {
+  const char* key = g_state.job_key;
+  if (key[0] == '\0') return;
+  if (budget.kind != BudgetKind::kBytes) {
+    if (budget.kind == BudgetKind::kPercent)
+      log_write(LogLevel::kInfo, "host ledger: a percentage budget is per rank; not shared");
+    return;
+  }
+  const ProcessIdentity id = current_identity();
+  char path[place::HostLedger::kPathMax];
+  const char* why = nullptr;
+  if (!place::HostLedger::path_for("/dev/shm", key, id.host, path, sizeof path) ||
+      !g_state.ledger.join(path, budget.bytes, getpid(), process_start_time(getpid()), &why)) {
+    log_write(LogLevel::kWarn, (std::string("host ledger: ") + (why != nullptr ? why : "name too long") +
+                                "; this process has the whole SENTINEL_FAST_BUDGET to itself")
+                                   .c_str());
+    return;
+  }
+  TextBuf keep(g_state.ledger_path, sizeof g_state.ledger_path);
+  keep.put(path);
+  g_state.placer.attach_ledger(&g_state.ledger);
+  char message[512];
+  TextBuf msg(message, sizeof message);
+  msg.put("host ledger: job ").put(key).put(" on ").put(id.host).put(": ").put(path).put(" slot ");
+  msg.put(uint64_t{g_state.ledger.slot_index()}).put(", ").put(uint64_t{g_state.ledger.live_slots()});
+  msg.put(" rank(s) share ").put(g_state.ledger.budget()).put(" fast bytes");
+  log_write(LogLevel::kInfo, msg.c_str());
+  if (g_state.ledger.budget() != budget.bytes) {
+    log_write(LogLevel::kWarn, "host ledger: this job's ranks were given different SENTINEL_FAST_BUDGET values; "
+                               "the first rank's holds");
+  }
+}
+
+// Profile once (managed mode): LOCAL_RANK 0 of each host profiles and shares its profile through a file
+// in /dev/shm; the host's other ranks wait for it (manager.cc). Not for a process outside a launched job,
+// nor when a profile or plan is given.
+void choose_profile_role(const ProcessIdentity& id) {
+  const Config& c = g_state.config;
+  if (c.mode != Mode::kManaged || g_state.job_key[0] == '\0' || id.rank < 0 || c.profile_in[0] != '\0' ||
+      c.plan_in[0] != '\0' || c.profile_wait_s == 0) {
+    return;
+  }
+  if (!job_file_path("/dev/shm", "profile", g_state.job_key, id.host, g_state.shared_profile,
+                     sizeof g_state.shared_profile)) {
+    g_state.shared_profile[0] = '\0';
+    return;
+  }
+  g_state.profile_leader = id.local_rank >= 0 ? id.local_rank == 0 : id.rank == 0;
 }
 
 // Finds the fast and slow nodes and sets up the budget placer. With one memory node there is nothing
@@ -98,6 +187,7 @@ bool configure_placement(bool* tiered) {
     log_write(LogLevel::kWarn, "SENTINEL_FAST_BUDGET is set but there is a single memory node: no placement");
   }
   *tiered = topology.tiered();
+  if (*tiered) join_host_ledger(pc.budget);
   return true;
 }
 
@@ -116,12 +206,27 @@ void initialise() noexcept {
     return;
   }
   if (find_unknown_variable(message, sizeof message)) report_config_error(message);
+  if (config.mode != Mode::kPassthrough && !resolve_output_paths_of_this_process(&config, message, sizeof message)) {
+    report_config_error(message);
+    g_state.phase.store(Phase::kPassthrough, std::memory_order_release);
+    return;
+  }
   g_state.config = config;
   g_state.sites.skip_module_of(reinterpret_cast<const void*>(&initialise));
   g_state.init_pid = getpid();
+  {
+    const ProcessIdentity id = current_identity();
+    g_state.rank = id.rank;
+    timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    g_state.start_realtime_ns = static_cast<uint64_t>(wall.tv_sec) * 1000000000ull + static_cast<uint64_t>(wall.tv_nsec);
+    job_key(g_state.job_key, sizeof g_state.job_key);
+    choose_profile_role(id);
+  }
   g_state.start_ns = now_ns();
   log_init(config);
   atexit(exit_handler);
+  log_output_note(config.output_note);
 
   if (config.mode == Mode::kPassthrough) {
     log_write(LogLevel::kInfo, "mode passthrough: every allocation goes to the system allocator");
@@ -187,7 +292,11 @@ void at_exit() noexcept {
       log_write(LogLevel::kError, ("cannot write SENTINEL_TRACE file: " + error).c_str());
     }
   }
-  if (original_process) fault_injection_report();
+  if (original_process) {
+    fault_injection_report();
+    release_output_claims();
+    g_state.ledger.leave();
+  }
   char message[256];
   TextBuf msg(message, sizeof message);
   msg.put("exit: steps=").put(g_state.detector.complete_steps());

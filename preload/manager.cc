@@ -1,10 +1,12 @@
 #include "manager.h"
 
 #include <numaif.h>
+#include <sys/stat.h>
 
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <unordered_set>
 #include <vector>
 
 #include "core/output_file.h"
@@ -18,6 +20,7 @@
 #include "plan/plan_io.h"
 #include "plan/tag_text.h"
 #include "plan/planner.h"
+#include "profile/profile_builder.h"
 #include "profile/profile_io.h"
 #include "profiler.h"
 #include "runtime.h"
@@ -82,10 +85,11 @@ class EngineSink final : public manage::MoveSink {
   }
 };
 
-enum class Stage { kOff, kProfiling, kMatchingProfile, kManaged };
+enum class Stage { kOff, kProfiling, kWaitingForProfile, kMatchingProfile, kManaged };
 const char* stage_name(Stage s) {
   switch (s) {
     case Stage::kOff: return "off";
+    case Stage::kWaitingForProfile: return "waiting-for-profile";
     case Stage::kProfiling: return "profiling";
     case Stage::kMatchingProfile: return "matching-profile";
     case Stage::kManaged: return "managed";
@@ -121,8 +125,13 @@ struct Manager {
   // Matching SENTINEL_PROFILE_IN against the running program.
   std::shared_ptr<const StepProfile> candidate;
   std::vector<uint64_t> candidate_tags;  // expected tag per event
+  std::string profile_source = "own";    // "own", "SENTINEL_PROFILE_IN", "LOCAL_RANK 0"
+  uint64_t wait_until_ns = 0;            // a follower rank gives up waiting for the shared profile then
+  bool shared_profile_published = false;
+  uint64_t plans_from_leader = 0;  // plans made from LOCAL_RANK 0's profile
   int64_t match_step = -1;
   uint32_t match_events = 0, match_hits = 0;
+  std::vector<uint64_t> match_seen;  // the matched step's tags, in the order they came
 
   int64_t step = -1;
   uint64_t relocks = ~uint64_t{0};
@@ -202,6 +211,11 @@ bool plan_and_start(Manager& m, const char* why) {
   }
   if (!have) {
     m.planner.budget_bytes = g_state.placer.budget_bytes();
+    if (g_state.placer.shares_host_budget()) {
+      // The host's ranks share the budget (docs/distributed.md): this rank plans for an equal part of it.
+      const uint32_t ranks = g_state.ledger.live_slots();
+      m.planner.budget_bytes = g_state.ledger.budget() / (ranks == 0 ? 1 : ranks);
+    }
     if (m.planner.budget_bytes == ~uint64_t{0}) m.planner.budget_bytes = 0, m.planner.budget_fraction = 1.0;
     if (!plan_sentinel(*index, m.mem, m.planner, &plan, &error) ||
         !compiled->compile(plan, *index, [](uint64_t s) { return s; }, &error)) {
@@ -362,13 +376,35 @@ void on_alloc(Manager& m, const ObjectEvent& e) {
   }
 }
 
+// How the log names the profile being matched.
+std::string given_profile_name(const Manager& m) {
+  return m.profile_source == "LOCAL_RANK 0" ? "LOCAL_RANK 0's profile" : "SENTINEL_PROFILE_IN";
+}
+
+// The share of `seen` tags that the expected tags contain, each expected tag counted once.
+double any_order_share(const std::vector<uint64_t>& expected, const std::vector<uint64_t>& seen) {
+  if (seen.empty()) return 0.0;
+  std::unordered_multiset<uint64_t> left;
+  for (uint64_t t : expected)
+    if (t != 0) left.insert(t);
+  size_t hits = 0;
+  for (uint64_t t : seen) {
+    auto it = left.find(t);
+    if (it == left.end()) it = left.find(ProfileBuilder::derived_tag(t));
+    if (it == left.end()) continue;
+    left.erase(it);
+    ++hits;
+  }
+  return static_cast<double>(hits) / static_cast<double>(seen.size());
+}
+
 // SENTINEL_PROFILE_IN: the first whole step after the detector locks is compared with the profile's
 // allocation sequence; a match puts a plan in force without profiling, a mismatch starts the profiler.
 void match_profile(Manager& m, const ObjectEvent& e) {
   if (e.step < 0 || e.period == 0) return;
   if (e.period != m.candidate->period) {
     if (e.step > 2) {
-      log_write(LogLevel::kWarn, ("SENTINEL_PROFILE_IN does not match this program (period " + std::to_string(e.period) +
+      log_write(LogLevel::kWarn, (given_profile_name(m) + " does not match this program (period " + std::to_string(e.period) +
                                   ", the profile's " + std::to_string(m.candidate->period) + "): profiling instead")
                                      .c_str());
       m.candidate.reset();
@@ -383,18 +419,24 @@ void match_profile(Manager& m, const ObjectEvent& e) {
   }
   if (e.step == m.match_step) {
     ++m.match_events;
+    m.match_seen.push_back(e.tag);
     if (e.event < m.candidate_tags.size() && m.candidate_tags[e.event] == manage::plan_tag(e.tag, m.candidate_tags[e.event])) {
       ++m.match_hits;
     }
     return;
   }
-  const double share = m.match_events == 0 ? 0.0 : static_cast<double>(m.match_hits) / m.match_events;
+  // Threads that allocate concurrently (a DDP rank's autograd and communication threads) may interleave
+  // differently from step to step: a step with the profile's tags in another order matches too.
+  const double in_order = m.match_events == 0 ? 0.0 : static_cast<double>(m.match_hits) / m.match_events;
+  const double share = std::max(in_order, any_order_share(m.candidate_tags, m.match_seen));
   if (share >= kProfileMatchShare) {
     m.profile = m.candidate;
     m.step = e.step;
-    plan_and_start(m, "SENTINEL_PROFILE_IN matches");
+    if (plan_and_start(m, (given_profile_name(m) + " matches").c_str()) && m.profile_source == "LOCAL_RANK 0") {
+      ++m.plans_from_leader;
+    }
   } else {
-    log_write(LogLevel::kWarn, ("SENTINEL_PROFILE_IN does not match this program (" +
+    log_write(LogLevel::kWarn, (given_profile_name(m) + " does not match this program (" +
                                 std::to_string(static_cast<int>(share * 100)) +
                                 "% of a step's allocations carry the profile's tags): profiling instead")
                                    .c_str());
@@ -402,6 +444,54 @@ void match_profile(Manager& m, const ObjectEvent& e) {
     profiler_set_active(true);
   }
   m.candidate.reset();
+  m.match_seen.clear();
+}
+
+// Profile once (docs/distributed.md): a rank other than its host's LOCAL_RANK 0 waits for that rank's
+// profile, then matches it against its own steps like SENTINEL_PROFILE_IN; when none comes in time it
+// profiles itself.
+void poll_shared_profile(Manager& m) {
+  struct stat st;
+  const char* path = g_state.shared_profile;
+  const bool fresh = stat(path, &st) == 0 &&
+                     static_cast<uint64_t>(st.st_mtim.tv_sec) * 1000000000ull + static_cast<uint64_t>(st.st_mtim.tv_nsec) >=
+                         g_state.start_realtime_ns;
+  if (!fresh) {
+    if (now_ns() < m.wait_until_ns) return;
+    log_write(LogLevel::kWarn, ("managed mode: no profile from LOCAL_RANK 0 within " +
+                                std::to_string(g_state.config.profile_wait_s) + " s: profiling this rank")
+                                   .c_str());
+    m.stage = Stage::kProfiling;
+    profiler_set_active(true);
+    return;
+  }
+  auto profile = std::make_shared<StepProfile>();
+  std::string error;
+  if (!read_profile_file(path, profile.get(), &error)) {
+    log_write(LogLevel::kWarn, ("managed mode: LOCAL_RANK 0's profile rejected (" + error + "): profiling this rank").c_str());
+    m.stage = Stage::kProfiling;
+    profiler_set_active(true);
+    return;
+  }
+  log_write(LogLevel::kInfo, ("managed mode: took LOCAL_RANK 0's profile " + std::string(path)).c_str());
+  m.candidate = profile;
+  m.candidate_tags = expected_tags(*profile);
+  m.profile_source = "LOCAL_RANK 0";
+  m.stage = Stage::kMatchingProfile;
+}
+
+// LOCAL_RANK 0 shares its first profile with the host's other ranks (written to a temporary name and
+// renamed, so they never read half a file).
+void publish_shared_profile(Manager& m) {
+  if (!g_state.profile_leader || m.shared_profile_published || !m.profile) return;
+  m.shared_profile_published = true;
+  std::string error;
+  if (write_profile_file(g_state.shared_profile, *m.profile, &error)) {
+    log_write(LogLevel::kInfo, ("managed mode: profile shared with this host's ranks: " +
+                                std::string(g_state.shared_profile)).c_str());
+  } else {
+    log_write(LogLevel::kWarn, ("managed mode: cannot share the profile (" + error + ")").c_str());
+  }
 }
 
 void load_inputs(Manager& m) {
@@ -421,10 +511,16 @@ void load_inputs(Manager& m) {
       m.candidate = profile;
       m.candidate_tags = expected_tags(*profile);
       m.stage = Stage::kMatchingProfile;
+      m.profile_source = "SENTINEL_PROFILE_IN";
       profiler_set_active(false);
     } else {
       log_write(LogLevel::kError, ("SENTINEL_PROFILE_IN rejected: " + error + "; profiling instead").c_str());
     }
+  }
+  if (g_state.shared_profile[0] != '\0' && !g_state.profile_leader) {
+    m.stage = Stage::kWaitingForProfile;
+    m.wait_until_ns = now_ns() + uint64_t{c.profile_wait_s} * 1000000000ull;
+    profiler_set_active(false);
   }
   if (c.timeline_path[0] != '\0') {
     if (!m.timeline_file.open(c.timeline_path, &error)) {
@@ -497,12 +593,15 @@ void manager_tick(const LiveObjects&) noexcept {
     if (g_manager == nullptr) g_manager = create_manager();
     Manager& m = *g_manager;
     drain_completions(m, ~uint64_t{0});
+    if (m.stage == Stage::kWaitingForProfile) poll_shared_profile(m);
     if (m.stage != Stage::kProfiling) return;
     uint64_t completed = 0;
     std::shared_ptr<const StepProfile> profile = profiler_completed(&completed);
     if (profile == nullptr || completed == m.profiles_taken) return;
     m.profiles_taken = completed;
     m.profile = profile;
+    m.profile_source = "own";
+    publish_shared_profile(m);
     profiler_set_active(false);  // no sampling while the plan runs; re-armed if the plan is dropped
     plan_and_start(m, "profile complete");
   } catch (...) {
@@ -544,6 +643,8 @@ ManagerReport manager_report() noexcept {
     const manage::ExecutorStats& st = m.executor->stats();
     r.stage = stage_name(m.stage);
     r.plan_source = m.plan_source;
+    r.profile_source = m.profile_source;
+    r.plans_from_leader = m.plans_from_leader;
     r.executor = st;
     r.replans = m.replans;
     r.plans = m.plans;

@@ -40,6 +40,8 @@ struct ManagerReport {
   bool enabled = false;
   std::string stage;        // "off", "profiling", "matching-profile", "managed"
   std::string plan_source;  // "planned", "SENTINEL_PLAN", "" (none yet)
+  std::string profile_source;  // of the plan in force: "own", "SENTINEL_PROFILE_IN", "LOCAL_RANK 0" (docs/distributed.md)
+  uint64_t plans_from_leader = 0;  // plans made from LOCAL_RANK 0's profile (profile once)
   manage::ExecutorStats executor;  // managed/fallback steps, moves, late prefetches, fidelity
   uint64_t replans = 0;
   uint64_t plans = 0;

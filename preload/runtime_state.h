@@ -35,6 +35,7 @@ struct Counters {
   std::atomic<uint64_t> step_marks{0};
   std::atomic<uint64_t> plan_deviations{0};  // allocations where a managed step left its plan
   std::atomic<uint64_t> planned_fast_forced_slow{0};  // the plan said fast, the budget had no room
+  std::atomic<uint64_t> forked_children{0};  // fork() without exec: children that ran as pass-through
 };
 
 struct State {
@@ -44,11 +45,22 @@ struct State {
   std::atomic<size_t> threshold{~size_t{0}};
   Config config;
   pid_t init_pid = 0;
+  int64_t rank = -1;  // RANK, else LOCAL_RANK; -1 outside a launched job
+  uint64_t start_realtime_ns = 0;  // CLOCK_REALTIME at start: files of the job older than this are stale
+  // The job this process is a rank of (docs/distributed.md): SENTINEL_JOB or MASTER_ADDR:MASTER_PORT;
+  // empty when it is not part of one.
+  char job_key[160] = {};
+  // Managed mode, profile once: the profile this host's ranks share, and whether this rank makes it
+  // (LOCAL_RANK 0) or waits for it. Empty when the process is not a rank of a job.
+  char shared_profile[256] = {};
+  bool profile_leader = false;
   uint64_t start_ns = 0;
   char topology[256] = {};  // why these nodes (or why no placement), for the stats
 
   ObjectHeap heap;
   place::BudgetPlacer placer;
+  place::HostLedger ledger;  // the host budget shared with the job's other ranks, when joined
+  char ledger_path[place::HostLedger::kPathMax] = {};
   CallSiteHasher sites;
   Counters counters;
   DeferredLog log;

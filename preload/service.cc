@@ -44,6 +44,16 @@ void dispatch_pass() {
   }
 }
 
+// Gives the host budget of ranks that died (kill -9) back to the living, about once a second.
+void recover_dead_ranks() {
+  static uint64_t last_ns = 0;
+  if (!g_state.ledger.joined()) return;
+  const uint64_t now = now_ns();
+  if (now - last_ns < 1000000000ull) return;
+  last_ns = now;
+  if (g_state.ledger.recover_dead() != 0) log_write(LogLevel::kWarn, "host ledger: recovered the share of a rank that died");
+}
+
 void* service_main(void*) {
   mark_thread_internal();
   while (g_running.load(std::memory_order_relaxed)) {
@@ -51,6 +61,7 @@ void* service_main(void*) {
     dispatch_pass();
     status_publish(false);
     flush_deferred();
+    recover_dead_ranks();
     migrate::futex_wait(&g_state.service_wake, seen, std::chrono::milliseconds(100));
   }
   return nullptr;

@@ -24,6 +24,8 @@ void add_run(Json& j, const State& s) {
   const HeapStats heap = s.heap.reserved_bytes() != 0 ? s.heap.stats() : HeapStats{};
   const StepDetector& d = s.detector;
   j[key::kPid] = static_cast<int>(s.init_pid);
+  j[key::kRank] = s.rank < 0 ? Json(nullptr) : Json(s.rank);
+  j[key::kForkedChildren] = c.forked_children.load();
   j[key::kRuntimeSeconds] = static_cast<double>(now_ns() - s.start_ns) / 1e9;
   j[key::kMinObjectBytes] = s.config.min_object;
   j[key::kStepsDetected] = d.complete_steps();
@@ -93,12 +95,19 @@ void add_placement(Json& j, const State& s) {
   j[key::kFastNode] = s.placer.enabled() ? s.placer.fast_node() : -1;
   j[key::kSlowNode] = s.placer.enabled() ? s.placer.slow_node() : -1;
   j[key::kTopology] = std::string(s.topology);
+  // The host budget shared with the job's other ranks (docs/distributed.md), null when not shared.
+  j[key::kHostLedger] = p.host_ledger ? Json(std::string(s.ledger_path)) : Json(nullptr);
+  j[key::kHostBudgetBytes] = p.host_ledger ? Json(p.host_budget_bytes) : Json(nullptr);
+  j[key::kPeakHostFastBytes] = p.peak_host_fast_bytes;
+  j[key::kHostRanksAtExit] = p.host_ranks;
 }
 
 void add_managed(Json& j, const State& s) {
   const ManagerReport m = manager_report();
   j[key::kManagedStage] = m.stage;
   j[key::kPlanSource] = m.plan_source;
+  j[key::kProfileSource] = m.profile_source;
+  j[key::kPlansFromLocalRank0Profile] = m.plans_from_leader;
   j[key::kFirstManagedStep] = m.first_managed_step;
   const manage::ExecutorStats& x = m.executor;
   j[key::kManagedSteps] = x.managed_steps;

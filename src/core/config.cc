@@ -1,5 +1,7 @@
 #include "core/config.h"
 
+#include <unistd.h>
+
 #include "core/env.h"
 #include "core/text_buf.h"
 
@@ -73,6 +75,12 @@ class Parser {
     ok_ = false;
   }
   void path(char* dst, size_t cap) { ok_ = copy_path(value_, dst, cap); }
+  // A path that may hold %p, %r, %h, %% (core/output_path.h); expanded later by resolve_output_paths.
+  void output_path(char* dst, size_t cap) {
+    char expanded[Config::kPathMax];
+    const char* why = nullptr;
+    ok_ = copy_path(value_, dst, cap) && expand_output_path(value_, ProcessIdentity{}, expanded, sizeof expanded, &why);
+  }
   // An integer in [lo, hi]; with bytes, K/M/G/T suffixes are accepted.
   template <typename T>
   void number(bool bytes, uint64_t lo, uint64_t hi, T* out) {
@@ -82,6 +90,19 @@ class Parser {
       return;
     }
     *out = static_cast<T>(n);
+  }
+  // A name for files: letters, digits and . _ - : only.
+  void name(char* dst, size_t cap) {
+    for (const char* v = value_; *v != '\0'; ++v) {
+      const char ch = *v;
+      const bool allowed = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+                           ch == '.' || ch == '_' || ch == '-' || ch == ':';
+      if (!allowed) {
+        ok_ = false;
+        return;
+      }
+    }
+    ok_ = copy_path(value_, dst, cap);
   }
   void budget(BudgetSpec* out) { ok_ = parse_budget_spec(value_, out); }
 
@@ -98,6 +119,9 @@ struct Entry {
 };
 
 constexpr const char* kPathValues = "a non-empty file path shorter than 512 bytes";
+constexpr const char* kOutputPathValues =
+    "a non-empty file path shorter than 512 bytes; %p = pid, %r = rank, %h = host name, %% = % "
+    "(docs/distributed.md)";
 
 // README's table is checked against this one (tests/core/config_test.cc).
 constexpr Entry kEntries[] = {
@@ -109,6 +133,12 @@ constexpr Entry kEntries[] = {
     {{"SENTINEL_FAST_BUDGET", kBudgetGrammar, "unlimited",
       "fast-memory (DRAM) budget for objects, bytes or a share of the step's peak", "--fast-budget"},
      [](Parser& p, Config& c) { p.budget(&c.fast_budget); }},
+    {{"SENTINEL_JOB", "a job name of letters, digits and . _ - : (at most 127), or none", "MASTER_ADDR:MASTER_PORT "
+      "when both are set, else none",
+      "the processes of one job on one host share SENTINEL_FAST_BUDGET through a ledger in /dev/shm "
+      "(docs/distributed.md); none: each process has the whole budget",
+      nullptr},
+     [](Parser& p, Config& c) { p.name(c.job, sizeof c.job); }},
     {{"SENTINEL_FAST_NODE", "a NUMA node id from 0 to 1023", "detected", "the fast node, overriding detection",
       "--fast-node"},
      [](Parser& p, Config& c) { p.number(false, 0, 1023, &c.fast_node); }},
@@ -122,17 +152,17 @@ constexpr Entry kEntries[] = {
      [](Parser& p, Config& c) { p.number(true, 4096, 1ull << 30, &c.min_object); }},
     {{"SENTINEL_LOG", "trace, debug, info, warn, error, off", "warn", "log level", "--log"},
      [](Parser& p, Config& c) { p.choice(kLevels, &c.log_level, [](const NamedLevel& e) { return e.level; }); }},
-    {{"SENTINEL_LOG_FILE", kPathValues, "stderr", "where the log goes", "--log-file"},
-     [](Parser& p, Config& c) { p.path(c.log_file, sizeof c.log_file); }},
-    {{"SENTINEL_STATS", kPathValues, "none", "JSON summary written at exit", "--stats"},
-     [](Parser& p, Config& c) { p.path(c.stats_path, sizeof c.stats_path); }},
+    {{"SENTINEL_LOG_FILE", kOutputPathValues, "stderr", "where the log goes", "--log-file"},
+     [](Parser& p, Config& c) { p.output_path(c.log_file, sizeof c.log_file); }},
+    {{"SENTINEL_STATS", kOutputPathValues, "none", "JSON summary written at exit", "--stats"},
+     [](Parser& p, Config& c) { p.output_path(c.stats_path, sizeof c.stats_path); }},
     {{"SENTINEL_STACK_DEPTH", "an integer from 1 to 32", "16", "frames hashed into a call-site", "--stack-depth"},
      [](Parser& p, Config& c) { p.number(false, 1, 32, &c.stack_depth); }},
     {{"SENTINEL_RESERVE", "a byte count from 64M to 64T (e.g. 256G)", "256G", "address space reserved for objects",
       "--reserve"},
      [](Parser& p, Config& c) { p.number(true, 64ull << 20, 64ull << 40, &c.reserve_bytes); }},
-    {{"SENTINEL_TRACE", kPathValues, "none", "the last 8192 allocation events, written at exit", nullptr},
-     [](Parser& p, Config& c) { p.path(c.trace_path, sizeof c.trace_path); }},
+    {{"SENTINEL_TRACE", kOutputPathValues, "none", "the last 8192 allocation events, written at exit", nullptr},
+     [](Parser& p, Config& c) { p.output_path(c.trace_path, sizeof c.trace_path); }},
     {{"SENTINEL_SAMPLER", "auto, pebs, ibs, software, none", "auto", "how accesses are sampled while profiling",
       "--sampler"},
      [](Parser& p, Config& c) {
@@ -142,10 +172,10 @@ constexpr Entry kEntries[] = {
      [](Parser& p, Config& c) { p.number(false, 0, 100000, &c.warmup_steps); }},
     {{"SENTINEL_PROFILE_STEPS", "an integer from 1 to 100", "2", "steps profiled", nullptr},
      [](Parser& p, Config& c) { p.number(false, 1, 100, &c.profile_steps); }},
-    {{"SENTINEL_PROFILE_OUT", kPathValues, "sentinel-profile.json (profile mode only)",
+    {{"SENTINEL_PROFILE_OUT", kOutputPathValues, "sentinel-profile.json (profile mode only)",
       "where a completed profile is written", "--profile-out"},
      [](Parser& p, Config& c) {
-       p.path(c.profile_out, sizeof c.profile_out);
+       p.output_path(c.profile_out, sizeof c.profile_out);
        c.profile_out_set = p.ok();
      }},
     {{"SENTINEL_SAMPLE_PERIOD", "an integer from 100 to 100000000", "10007", "PMU events per sample", nullptr},
@@ -153,15 +183,20 @@ constexpr Entry kEntries[] = {
     {{"SENTINEL_PROFILE_IN", kPathValues, "none", "managed mode: start from this recorded profile when it matches",
       "--profile-in"},
      [](Parser& p, Config& c) { p.path(c.profile_in, sizeof c.profile_in); }},
+    {{"SENTINEL_PROFILE_WAIT", "an integer from 0 to 86400 (seconds)", "300",
+      "managed mode, ranks of a job: how long a rank other than LOCAL_RANK 0 waits for that rank's profile "
+      "before it profiles itself; 0: every rank profiles (docs/distributed.md)",
+      nullptr},
+     [](Parser& p, Config& c) { p.number(false, 0, 86400, &c.profile_wait_s); }},
     {{"SENTINEL_PLAN", kPathValues, "none", "managed mode: execute this plan (sentinel replay --write-plan)",
       "--plan"},
      [](Parser& p, Config& c) { p.path(c.plan_in, sizeof c.plan_in); }},
     {{"SENTINEL_TIER", "cxl, cxl-2m, optane, optane-2m, dram, or a tier file (docs/tier-model.md)", "cxl",
       "managed mode: the tier model the in-process planner plans for", "--tier"},
      [](Parser& p, Config& c) { p.path(c.tier, sizeof c.tier); }},
-    {{"SENTINEL_TIMELINE", kPathValues, "none", "managed mode: the executed timeline (docs/timeline-format.md)",
+    {{"SENTINEL_TIMELINE", kOutputPathValues, "none", "managed mode: the executed timeline (docs/timeline-format.md)",
       "--timeline"},
-     [](Parser& p, Config& c) { p.path(c.timeline_path, sizeof c.timeline_path); }},
+     [](Parser& p, Config& c) { p.output_path(c.timeline_path, sizeof c.timeline_path); }},
     {{"SENTINEL_TIMELINE_STEPS", "an integer from 1 to 10000", "3", "managed steps written to the timeline",
       nullptr},
      [](Parser& p, Config& c) { p.number(false, 1, 10000, &c.timeline_steps); }},
@@ -251,6 +286,42 @@ bool parse_config(EnvLookup lookup, void* ctx, Config* out, char* error, size_t 
   *out = c;
   return true;
 }
+
+bool resolve_output_paths(Config* c, const ProcessIdentity& id, uint64_t start_time, OutputClaims* claims,
+                          char* error, size_t cap) noexcept {
+  struct OutputVariable {
+    const char* name;
+    char* path;
+  };
+  const OutputVariable outputs[] = {{"SENTINEL_LOG_FILE", c->log_file},
+                                    {"SENTINEL_STATS", c->stats_path},
+                                    {"SENTINEL_TRACE", c->trace_path},
+                                    {"SENTINEL_PROFILE_OUT", c->write_profile() ? c->profile_out : nullptr},
+                                    {"SENTINEL_TIMELINE", c->timeline_path}};
+  for (const OutputVariable& v : outputs) {
+    if (v.path == nullptr || v.path[0] == '\0') continue;
+    const char* why = nullptr;
+    if (!resolve_output_path(v.name, v.path, Config::kPathMax, id, start_time, claims, c->output_note,
+                             sizeof c->output_note, &why)) {
+      TextBuf msg(error, cap);
+      msg.put("sentinel: ").put(v.name).put(": ").put(why).put("; running as a pass-through allocator");
+      return false;
+    }
+  }
+  return true;
+}
+
+namespace {
+// Claims live in /dev/shm: shared by the processes of this host (and of this container), gone at reboot.
+constinit OutputClaims g_claims("/dev/shm");
+}  // namespace
+
+bool resolve_output_paths_of_this_process(Config* c, char* error, size_t cap) noexcept {
+  const ProcessIdentity id = current_identity();
+  return resolve_output_paths(c, id, process_start_time(static_cast<pid_t>(id.pid)), &g_claims, error, cap);
+}
+
+void release_output_claims() noexcept { g_claims.release_all(getpid()); }
 
 static const char* environ_lookup(const char* name, void*) { return env_get(name); }
 

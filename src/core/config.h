@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "core/budget_spec.h"
+#include "core/output_path.h"
 
 namespace sentinel {
 
@@ -40,6 +41,7 @@ struct Config {
   char trace_path[kPathMax] = {};         // SENTINEL_TRACE: allocation-event trace at exit; empty = none
   // Placement.
   BudgetSpec fast_budget;                 // SENTINEL_FAST_BUDGET
+  char job[128] = {};                     // SENTINEL_JOB: ranks of one job share the host budget; "none" = not
   int32_t fast_node = -1;                 // SENTINEL_FAST_NODE: -1 = detected
   int32_t slow_node = -1;                 // SENTINEL_SLOW_NODE: -1 = detected
   char sysfs_root[kPathMax] = "/sys";     // SENTINEL_SYSFS_ROOT (tests fake a topology with it)
@@ -52,6 +54,7 @@ struct Config {
   uint64_t sample_period = 10007;         // SENTINEL_SAMPLE_PERIOD: PMU events per sample
   // Managed mode.
   char profile_in[kPathMax] = {};         // SENTINEL_PROFILE_IN: start from this profile
+  uint32_t profile_wait_s = 300;          // SENTINEL_PROFILE_WAIT: a follower rank waits this long for the leader's
   char plan_in[kPathMax] = {};            // SENTINEL_PLAN: execute this plan
   char tier[kPathMax] = "cxl";            // SENTINEL_TIER: tier model the in-process planner plans for
   char timeline_path[kPathMax] = {};      // SENTINEL_TIMELINE: executed timeline of managed steps
@@ -59,6 +62,9 @@ struct Config {
   uint32_t replan_rounds = 8;             // SENTINEL_REPLAN_ROUNDS: late-prefetch replans at most
   uint32_t placement_check = 0;           // SENTINEL_PLACEMENT_CHECK: query page nodes every N phases
   char status_path[kPathMax] = {};        // SENTINEL_STATUS: live status file (core/live_status.h)
+  // What resolve_output_paths changed (suffixes added to keep processes apart), one line each; logged
+  // once at start.
+  char output_note[1024] = {};
 
   // Whether a completed profile goes to profile_out.
   bool write_profile() const { return mode == Mode::kProfile || profile_out_set; }
@@ -85,6 +91,19 @@ bool parse_config(EnvLookup lookup, void* ctx, Config* out, char* error, size_t 
 
 // The same over the process environment.
 bool parse_config_from_environ(Config* out, char* error, size_t error_cap) noexcept;
+
+// Resolves the output path variables (SENTINEL_LOG_FILE, SENTINEL_STATS, SENTINEL_TRACE,
+// SENTINEL_PROFILE_OUT when a profile is written, SENTINEL_TIMELINE) for the process `id` started at
+// `start_time`, with the patterns and the rule of core/output_path.h; claims go to `claims` (may be
+// null). Notes go to out->output_note. False with a one-line error on the first path that cannot be
+// resolved. Makes system calls (claims): call it once, at start-up, outside the allocation path.
+bool resolve_output_paths(Config* out, const ProcessIdentity& id, uint64_t start_time, OutputClaims* claims,
+                          char* error, size_t error_cap) noexcept;
+
+// resolve_output_paths for this process, claiming in /dev/shm; release_output_claims() removes this
+// process's claims at its exit.
+bool resolve_output_paths_of_this_process(Config* out, char* error, size_t error_cap) noexcept;
+void release_output_claims() noexcept;
 
 // Reports the first SENTINEL_* variable in the environment that Sentinel does not know (a likely typo),
 // as a one-line warning in `warning`; returns false when there is none. Variables of Sentinel's scripts

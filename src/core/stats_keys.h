@@ -99,10 +99,21 @@ inline constexpr const char kMoveCompletionsDropped[] = "move_completions_droppe
 inline constexpr const char kPlacementCheckedBytes[] = "placement_checked_bytes";
 inline constexpr const char kPlacementMatchingBytes[] = "placement_matching_bytes";
 inline constexpr const char kVersion[] = "version";
+// Many processes (docs/distributed.md).
+inline constexpr const char kRank[] = "rank";
+inline constexpr const char kForkedChildren[] = "forked_children";
+inline constexpr const char kHostLedger[] = "host_ledger";
+inline constexpr const char kHostBudgetBytes[] = "host_budget_bytes";
+inline constexpr const char kPeakHostFastBytes[] = "peak_host_fast_bytes";
+inline constexpr const char kHostRanksAtExit[] = "host_ranks_at_exit";
+inline constexpr const char kProfileSource[] = "profile_source";
+inline constexpr const char kPlansFromLocalRank0Profile[] = "plans_from_local_rank0_profile";
 inline constexpr const char kMode[] = "mode";
 
-inline constexpr std::array<std::string_view, 89> kAll = {
+inline constexpr std::array<std::string_view, 97> kAll = {
     kPid,
+    kRank,
+    kForkedChildren,
     kRuntimeSeconds,
     kMinObjectBytes,
     kStepsDetected,
@@ -162,8 +173,14 @@ inline constexpr std::array<std::string_view, 89> kAll = {
     kFastNode,
     kSlowNode,
     kTopology,
+    kHostLedger,
+    kHostBudgetBytes,
+    kPeakHostFastBytes,
+    kHostRanksAtExit,
     kManagedStage,
     kPlanSource,
+    kProfileSource,
+    kPlansFromLocalRank0Profile,
     kFirstManagedStep,
     kManagedSteps,
     kFallbackSteps,

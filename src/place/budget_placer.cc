@@ -78,6 +78,12 @@ bool BudgetPlacer::try_reserve_fast(uint64_t extent_bytes) noexcept {
   while (fast <= budget && extent_bytes <= budget - fast) {
     if (fast_live_.compare_exchange_weak(fast, fast + extent_bytes, std::memory_order_acq_rel,
                                          std::memory_order_relaxed)) {
+      // The host's other ranks count too: the bytes must also fit the shared budget.
+      if (ledger_ != nullptr && ledger_->joined() && !ledger_->try_reserve(extent_bytes)) {
+        std::atomic<uint64_t> ignored{0};
+        subtract_clamped(fast_live_, extent_bytes, ignored);
+        return false;
+      }
       raise(peak_fast_, fast + extent_bytes);
       return true;
     }
@@ -123,7 +129,11 @@ void BudgetPlacer::release(uint8_t pool, uint64_t extent_bytes) noexcept {
     return;
   }
   // Clamped at zero: an unbalanced release must not wrap the counter and open the budget wide.
-  subtract_clamped(*live, extent_bytes, release_errors_);
+  if (pool == kFastPool) {
+    release_fast(extent_bytes);
+  } else {
+    subtract_clamped(*live, extent_bytes, release_errors_);
+  }
   if (enabled_) {
     std::atomic<uint64_t> ignored{0};
     subtract_clamped(total_live_, extent_bytes, ignored);
@@ -151,7 +161,16 @@ bool BudgetPlacer::begin_move(uint8_t to, uint64_t extent_bytes) noexcept {
 
 void BudgetPlacer::end_move(uint8_t from, uint8_t to, uint64_t extent_bytes, bool moved) noexcept {
   const uint8_t leave = moved ? from : to;
-  subtract_clamped(leave == kFastPool ? fast_live_ : slow_live_, extent_bytes, release_errors_);
+  if (leave == kFastPool) {
+    release_fast(extent_bytes);
+  } else {
+    subtract_clamped(slow_live_, extent_bytes, release_errors_);
+  }
+}
+
+void BudgetPlacer::release_fast(uint64_t extent_bytes) noexcept {
+  subtract_clamped(fast_live_, extent_bytes, release_errors_);
+  if (enabled_ && ledger_ != nullptr) ledger_->release(extent_bytes);
 }
 
 void BudgetPlacer::update_peak(uint64_t step_peak_bytes) noexcept {
@@ -203,6 +222,13 @@ PlacerStats BudgetPlacer::stats() const noexcept {
   s.rebinds = rebinds_.load(std::memory_order_relaxed);
   s.release_errors = release_errors_.load(std::memory_order_relaxed);
   s.last_bind_errno = last_bind_errno_.load(std::memory_order_relaxed);
+  if (ledger_ != nullptr) {
+    s.host_ledger = true;
+    s.host_budget_bytes = ledger_->budget();
+    s.host_fast_bytes = ledger_->host_held();
+    s.peak_host_fast_bytes = ledger_->peak_host_held();
+    s.host_ranks = ledger_->live_slots();
+  }
   // Read last: the budget only grows, so it bounds the byte counts read above. (Read first, a budget
   // raised by a concurrent peak could look smaller than a reservation made under the raised one.)
   s.budget_bytes = budget_bytes();

@@ -30,6 +30,7 @@
 #include "core/budget_spec.h"
 #include "core/size_class.h"
 #include "place/extent_binding.h"
+#include "place/host_ledger.h"
 
 namespace sentinel::place {
 
@@ -78,6 +79,12 @@ struct PlacerStats {
   uint64_t binds = 0, bind_failures = 0, rebinds = 0;
   uint64_t release_errors = 0;  // release() of more bytes than the pool held (a caller bug)
   int last_bind_errno = 0;
+  // The host ledger (a bytes budget shared by the ranks of a job on this host), when attached.
+  bool host_ledger = false;
+  uint64_t host_budget_bytes = 0;
+  uint64_t host_fast_bytes = 0;       // every rank's fast bytes now
+  uint64_t peak_host_fast_bytes = 0;  // the highest sum a reservation saw
+  uint32_t host_ranks = 0;            // slots held
 };
 
 class BudgetPlacer {
@@ -89,6 +96,12 @@ class BudgetPlacer {
   // Sets nodes, budget and bind mode and resets every counter. False with *why for invalid input
   // (fast node out of range, fast == slow, percentage outside (0, 100]).
   bool configure(const PlacerConfig& config, std::string_view* why) noexcept;
+
+  // Shares a bytes budget with the other ranks of the host: every fast reservation must then also fit
+  // the host ledger (which must stay valid for the placer's life), and fast bytes given back are given
+  // back there too. Call after configure(), before other threads use the placer.
+  void attach_ledger(HostLedger* ledger) noexcept { ledger_ = ledger; }
+  bool shares_host_budget() const noexcept { return ledger_ != nullptr && ledger_->joined(); }
 
   bool enabled() const noexcept { return enabled_; }
   // Whether freed extents of `pool` must give their pages back: the fast pool under a budget (a freed
@@ -131,6 +144,8 @@ class BudgetPlacer {
   uint64_t budget_for_peak(uint64_t peak) const noexcept;
   // Adds the bytes to the fast pool if they fit the budget (one CAS loop; never overshoots).
   bool try_reserve_fast(uint64_t extent_bytes) noexcept;
+  // Takes bytes out of the fast pool (and the host ledger).
+  void release_fast(uint64_t extent_bytes) noexcept;
   static void subtract_clamped(std::atomic<uint64_t>& live, uint64_t bytes, std::atomic<uint64_t>& errors) noexcept;
   static void raise(std::atomic<uint64_t>& peak, uint64_t value) noexcept;
   void count_bind(bool ok, int err) noexcept;
@@ -140,6 +155,7 @@ class BudgetPlacer {
   int slow_node_ = -1;
   BudgetSpec budget_;
   BindMode mode_ = BindMode::kPreferred;
+  HostLedger* ledger_ = nullptr;
 
   std::atomic<uint64_t> fast_live_{0};
   std::atomic<uint64_t> slow_live_{0};

@@ -168,6 +168,8 @@ INSTANTIATE_TEST_SUITE_P(
                       BadValue{"SENTINEL_LOG", "verbose", "trace, debug, info, warn, error, off"},
                       BadValue{"SENTINEL_LOG_FILE", "", "non-empty file path"},
                       BadValue{"SENTINEL_STATS", "", "non-empty file path"},
+                      BadValue{"SENTINEL_STATS", "s-%x.json", "%p = pid, %r = rank"},
+                      BadValue{"SENTINEL_TIMELINE", "t%", "%h = host name"},
                       BadValue{"SENTINEL_STACK_DEPTH", "0", "1 to 32"},
                       BadValue{"SENTINEL_STACK_DEPTH", "64", "1 to 32"},
                       BadValue{"SENTINEL_RESERVE", "1M", "64M to 64T"}));
@@ -186,6 +188,28 @@ TEST(Config, AHostileValueIsShownEscapedAndCutShortOnOneLine) {
     EXPECT_NE(error.find("; running as a pass-through allocator"), std::string::npos) << error;
     for (const char ch : error) EXPECT_TRUE(ch >= 0x20 && ch < 0x7f) << name << ": " << error;
   }
+}
+
+TEST(Config, OutputPathsAreResolvedForTheProcessAndOnlyWrittenProfilesCount) {
+  Config c;
+  std::string error;
+  ASSERT_TRUE(parse({{"SENTINEL_STATS", "s-%r-%p.json"}, {"SENTINEL_LOG_FILE", "log.%h"},
+                     {"SENTINEL_TIMELINE", "t.json"}},
+                    &c, &error))
+      << error;
+  EXPECT_STREQ(c.stats_path, "s-%r-%p.json");  // parsing keeps the pattern
+  ProcessIdentity id;
+  id.pid = 31;
+  id.rank = 2;
+  id.world_size = 4;
+  std::snprintf(id.host, sizeof id.host, "hostA");
+  char message[512] = {};
+  ASSERT_TRUE(resolve_output_paths(&c, id, 1, nullptr, message, sizeof message)) << message;
+  EXPECT_STREQ(c.stats_path, "s-2-31.json");
+  EXPECT_STREQ(c.log_file, "log.hostA.r2");
+  EXPECT_STREQ(c.timeline_path, "t.json.r2");
+  EXPECT_STREQ(c.profile_out, "sentinel-profile.json");  // track mode writes no profile: untouched
+  EXPECT_NE(std::string(c.output_note).find("SENTINEL_TIMELINE"), std::string::npos);
 }
 
 TEST(Config, UnknownVariableIsReportedButForeignPrefixesAreNot) {

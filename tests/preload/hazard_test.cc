@@ -322,8 +322,43 @@ TEST_F(Preload, ProgramsOwnSigsegvHandlerStillGetsItsFaults) {
             128 + SIGSEGV);
 }
 
+// A child forked without exec (a DataLoader worker) runs as a pass-through allocator: its large
+// allocations are not objects, it can free and realloc the objects it inherited, and the parent's
+// counters do not change.
+TEST_F(Preload, ForkedChildRunsAsPassThrough) {
+  void* inherited = malloc(kLarge);
+  void* grown = malloc(kLarge);
+  fill(inherited, kLarge, 5);
+  fill(grown, kLarge, 6);
+  const sentinel_counters parent_before = counters();
+  const int status = in_child([&] {
+    const uint64_t tracked = counters().objects_tracked;
+    void* p = malloc(kLarge);
+    fill(p, kLarge, 7);
+    if (!check(p, kLarge, 7) || counters().objects_tracked != tracked) return 1;
+    free(p);
+    if (!check(inherited, kLarge, 5)) return 2;
+    free(inherited);
+    void* q = realloc(grown, 2 * kLarge);
+    if (q == nullptr || !check(q, kLarge, 6)) return 3;
+    free(q);
+    return 0;
+  });
+  EXPECT_EQ(status, 0);
+  const sentinel_counters parent_after = counters();
+  EXPECT_EQ(parent_after.objects_tracked, parent_before.objects_tracked);
+  EXPECT_TRUE(check(inherited, kLarge, 5));
+  free(inherited);
+  free(grown);
+  EXPECT_EQ(counters().objects_tracked, parent_before.objects_tracked);
+  free(malloc(kLarge));  // the parent still makes objects
+  EXPECT_EQ(counters().objects_tracked, parent_before.objects_tracked + 1);
+}
+
+// Runs in the test process itself (ctest runs every test in a process of its own): a forked child
+// would be a pass-through allocator.
 TEST_F(Preload, ExplicitStepMarksAreCounted) {
-  const int status = in_child([] {
+  const int status = [] {
     auto a = api();
     const uint64_t before = counters().steps_detected;
     for (int step = 0; step < 5; ++step) {
@@ -341,7 +376,7 @@ TEST_F(Preload, ExplicitStepMarksAreCounted) {
       return 1;
     }
     return 0;
-  });
+  }();
   EXPECT_EQ(status, 0);
 }
 

@@ -31,6 +31,8 @@ def main():
         under, stderr = run(train, args, env, os.path.join(tmp, "sentinel.json"))
         with open(stats_path) as f:
             stats = json.load(f)
+        # Only the training process writes output: no forked child (a DataLoader worker) wrote a file.
+        extra = sorted(set(os.listdir(tmp)) - {"plain.json", "stats.json", "sentinel.json"})
     steps = plain["steps"]
     print(f"model {plain['model']}: {steps} steps; losses plain {plain['losses'][:3]}...")
     print(f"sentinel stats: steps_detected={stats['steps_detected']} period={stats['step_period_events']} "
@@ -43,6 +45,8 @@ def main():
         failures.append(f"steps_detected {stats['steps_detected']} != {steps}")
     if stats["objects_tracked"] <= 0:
         failures.append("no objects tracked")
+    if extra:
+        failures.append(f"unexpected files written: {extra}")
     if stats["invalid_frees"] != 0:
         failures.append(f"{stats['invalid_frees']} invalid frees")
     if stderr.strip():

@@ -21,7 +21,7 @@ configure() {  # configure DIR FLAGS
 asan_dir="$build-asan"
 asan_flags="-O1 -g1 -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 asan_suites=(core_test profile_io_test profile_builder_test plan_tests manage_tests sentinel_place_tests
-             sentinel_topo_tests sampler_test sentinel_migrate_tests)
+             sentinel_topo_tests sampler_test sentinel_migrate_tests os_test)
 echo "== AddressSanitizer + UBSan: unit suites"
 configure "$asan_dir" "$asan_flags"
 cmake --build "$asan_dir" -j "$jobs" --target "${asan_suites[@]}"

@@ -36,7 +36,10 @@ constexpr NamedLevel kLevels[] = {{"trace", LogLevel::kTrace}, {"debug", LogLeve
                                   {"error", LogLevel::kError}, {"off", LogLevel::kOff}};
 
 constexpr const char* kForeignPrefixes[] = {"SENTINEL_GUEST_", "SENTINEL_BENCH_", "SENTINEL_TEST_",
-                                            "SENTINEL_IN_GUEST"};
+                                            "SENTINEL_IN_GUEST",
+                                            // Variables of the project's scripts (build, tests, CI).
+                                            "SENTINEL_BUILD_DIR", "SENTINEL_SKIP_GUEST", "SENTINEL_SANITIZERS",
+                                            "SENTINEL_BIN"};
 
 bool copy_path(const char* value, char* dst, size_t cap) {
   size_t n = 0;

@@ -6,6 +6,9 @@
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
+#include <unistd.h>
+#include <vector>
 
 namespace sentinel {
 namespace {
@@ -214,6 +217,12 @@ TEST(Config, OutputPathsAreResolvedForTheProcessAndOnlyWrittenProfilesCount) {
 
 TEST(Config, UnknownVariableIsReportedButForeignPrefixesAreNot) {
   char warning[512];
+  // Whatever SENTINEL_* variables the test runs under (a developer's, CI's) are set aside meanwhile.
+  std::vector<std::string> saved;
+  for (char** e = environ; *e != nullptr; ++e)
+    if (std::string_view(*e).starts_with("SENTINEL_")) saved.emplace_back(*e);
+  for (const std::string& entry : saved) unsetenv(entry.substr(0, entry.find('=')).c_str());
+  setenv("SENTINEL_BUILD_DIR", "/tmp/build", 1);  // the scripts' own variables are not Sentinel's
   setenv("SENTINEL_GUEST_TIMEOUT", "5", 1);
   unsetenv("SENTINEL_MODEE");
   EXPECT_FALSE(find_unknown_variable(warning, sizeof warning));
@@ -222,6 +231,11 @@ TEST(Config, UnknownVariableIsReportedButForeignPrefixesAreNot) {
   EXPECT_NE(std::string(warning).find("SENTINEL_MODEE"), std::string::npos);
   unsetenv("SENTINEL_MODEE");
   unsetenv("SENTINEL_GUEST_TIMEOUT");
+  unsetenv("SENTINEL_BUILD_DIR");
+  for (const std::string& entry : saved) {
+    const size_t eq = entry.find('=');
+    setenv(entry.substr(0, eq).c_str(), entry.c_str() + eq + 1, 1);
+  }
 }
 
 }  // namespace

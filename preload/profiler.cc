@@ -91,7 +91,6 @@ struct Profiler {
 
 Profiler* g_profiler = nullptr;
 std::atomic<bool> g_sampling_active{false};
-std::atomic<bool> g_owns_sigsegv{false};
 
 bool sampling_kind(SamplerKind k) { return k == SamplerKind::kSoftware || k == SamplerKind::kPebs || k == SamplerKind::kIbs; }
 
@@ -200,7 +199,6 @@ void stop_sampling(Profiler& p) {
                                  " regions skipped, " + std::to_string(st.mprotect_failures) + " mprotect failures")
                                     .c_str());
     p.software->stop();
-    g_owns_sigsegv.store(false, std::memory_order_release);
   }
   if (p.pmu != nullptr && p.kind != SamplerKind::kSoftware) p.pmu->stop();
   g_sampling_active.store(false, std::memory_order_release);
@@ -215,10 +213,8 @@ bool start_sampling(Profiler& p) {
     opt.max_slots = kMaxSampledSlots;
     opt.max_phases = 1;  // the profiler harvests and re-arms at every phase boundary
     opt.max_windows = 8192;
-    g_owns_sigsegv.store(true, std::memory_order_release);
     if (!p.software->start(opt, &error)) {
-      g_owns_sigsegv.store(false, std::memory_order_release);
-      log_write(LogLevel::kError, ("software sampler cannot start: " + error).c_str());
+        log_write(LogLevel::kError, ("software sampler cannot start: " + error).c_str());
       return false;
     }
   } else if (p.pmu != nullptr) {
@@ -444,8 +440,6 @@ void profiler_on_free(uint32_t slot) noexcept {
   if (!g_sampling_active.load(std::memory_order_acquire) || g_profiler == nullptr) return;
   if (g_profiler->kind == SamplerKind::kSoftware) g_profiler->software->release(slot);
 }
-
-bool profiler_owns_sigsegv() noexcept { return g_owns_sigsegv.load(std::memory_order_acquire); }
 
 void profiler_fork_child() noexcept { g_sampling_active.store(false, std::memory_order_relaxed); }
 

@@ -44,9 +44,6 @@ void profiler_request_profile() noexcept;
 std::shared_ptr<const StepProfile> profiler_completed(uint64_t* count) noexcept;
 // Called by free() before the extent of `slot` can be reused: no sampled window may stay protected.
 void profiler_on_free(uint32_t slot) noexcept;
-// True while the software sampler holds the kernel's SIGSEGV disposition (the program's own handler
-// then lives in the sampler's chain).
-bool profiler_owns_sigsegv() noexcept;
 // In a forked child: the service thread (and any lock it held) is gone; sampling must not be touched.
 void profiler_fork_child() noexcept;
 // At exit, after the last dispatcher pass: completes a profile of the steps profiled so far, if any.

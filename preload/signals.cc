@@ -55,24 +55,23 @@ SignalFn real_signal() {
 }  // namespace
 
 int sigaction(int signum, const struct sigaction* act, struct sigaction* old) noexcept {
-  if (signum == SIGSEGV && profiler_owns_sigsegv()) {
-    if (act != nullptr) {
-      SoftwareSampler::set_program_handler(*act, old);
-    } else if (old != nullptr) {
-      SoftwareSampler::get_program_handler(old);
-    }
-    return 0;
-  }
   SigactionFn fn = real_sigaction();
   if (fn == nullptr) {
     errno = ENOSYS;
     return -1;
   }
+  // SIGSEGV: the sampler may hold the kernel slot; the program's disposition is then kept for it.
+  if (signum == SIGSEGV) return SoftwareSampler::program_sigaction(act, old, fn);
   return fn(signum, act, old);
 }
 
 sighandler_t signal(int signum, sighandler_t handler) noexcept {
-  if (signum == SIGSEGV && profiler_owns_sigsegv()) {
+  if (signum == SIGSEGV) {
+    SigactionFn fn = real_sigaction();
+    if (fn == nullptr) {
+      errno = ENOSYS;
+      return SIG_ERR;
+    }
     // glibc's signal() has BSD semantics: the handler stays installed and system calls restart.
     struct sigaction act {};
     act.sa_handler = handler;
@@ -80,7 +79,7 @@ sighandler_t signal(int signum, sighandler_t handler) noexcept {
     sigemptyset(&act.sa_mask);
     sigaddset(&act.sa_mask, signum);
     struct sigaction old {};
-    SoftwareSampler::set_program_handler(act, &old);
+    if (SoftwareSampler::program_sigaction(&act, &old, fn) != 0) return SIG_ERR;
     // signal() can only return a one-argument handler; a previous SA_SIGINFO handler is returned
     // through void* the way glibc does (the caller may only pass it back to signal/sigaction).
     if (old.sa_flags & SA_SIGINFO) return reinterpret_cast<sighandler_t>(reinterpret_cast<void*>(old.sa_sigaction));

@@ -15,6 +15,7 @@ namespace {
 struct sigaction g_slots[2];
 std::atomic<int> g_current{0};
 std::mutex g_set_mutex;
+bool g_taken_over = false;  // guarded by g_set_mutex
 
 // Writes into the slot readers are not using and publishes it. Callers serialize (mutex, or the
 // SA_RESETHAND path inside a handler, see deliver()).
@@ -32,15 +33,36 @@ void default_disposition(struct sigaction* out) {
 
 }  // namespace
 
-void SegvChain::init_from(const struct sigaction& previous) {
-  std::lock_guard<std::mutex> lock(g_set_mutex);
-  publish(previous);
-}
-
 void SegvChain::set(const struct sigaction& act, struct sigaction* old) {
   std::lock_guard<std::mutex> lock(g_set_mutex);
   if (old != nullptr) std::memcpy(old, &g_slots[g_current.load(std::memory_order_relaxed)], sizeof *old);
   publish(act);
+}
+
+bool SegvChain::take_over(const struct sigaction& sampler) {
+  std::lock_guard<std::mutex> lock(g_set_mutex);
+  struct sigaction previous;
+  if (__sigaction(SIGSEGV, &sampler, &previous) != 0) return false;
+  publish(previous);
+  g_taken_over = true;
+  return true;
+}
+
+void SegvChain::hand_back() {
+  std::lock_guard<std::mutex> lock(g_set_mutex);
+  if (!g_taken_over) return;
+  __sigaction(SIGSEGV, &g_slots[g_current.load(std::memory_order_relaxed)], nullptr);
+  g_taken_over = false;
+}
+
+int SegvChain::program_sigaction(const struct sigaction* act, struct sigaction* old,
+                                 int (*kernel)(int, const struct sigaction*, struct sigaction*)) {
+  std::lock_guard<std::mutex> lock(g_set_mutex);
+  if (!g_taken_over) return kernel(SIGSEGV, act, old);
+  const struct sigaction current = g_slots[g_current.load(std::memory_order_relaxed)];
+  if (act != nullptr) publish(*act);
+  if (old != nullptr) *old = current;
+  return 0;
 }
 
 void SegvChain::get(struct sigaction* out) {

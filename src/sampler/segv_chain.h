@@ -23,8 +23,18 @@ namespace sentinel {
 
 class SegvChain {
  public:
-  // Records the disposition the kernel had before the sampler installed itself.
-  static void init_from(const struct sigaction& previous);
+  // Installs `sampler` in the kernel slot and, in the same step under the chain's lock, starts keeping
+  // the program's disposition here: a program's sigaction(SIGSEGV) through program_sigaction() comes
+  // either before (it reaches the kernel and becomes the kept one) or after (it is kept here). With the
+  // two steps apart, a handler the program installed in between (while the sampler allocated its
+  // tables) reached neither the kernel nor the sampler, and the program's own fault killed it. Returns
+  // false with errno set if the kernel refused.
+  static bool take_over(const struct sigaction& sampler);
+  // Gives the kernel slot back to the program's kept disposition and stops keeping it (same lock).
+  static void hand_back();
+  // The program's sigaction(SIGSEGV, act, old): kept here while taken over, else passed to `kernel`.
+  static int program_sigaction(const struct sigaction* act, struct sigaction* old,
+                               int (*kernel)(int, const struct sigaction*, struct sigaction*));
   // Replaces the program's disposition; writes the one it replaces to *old if non-null.
   static void set(const struct sigaction& act, struct sigaction* old);
   // Copies the program's current disposition.

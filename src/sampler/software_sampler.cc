@@ -186,13 +186,11 @@ bool SoftwareSampler::start(const SoftwareSamplerOptions& options, std::string* 
   sa.sa_sigaction = &SoftwareSampler::on_signal;
   sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
   sigemptyset(&sa.sa_mask);
-  struct sigaction previous;
-  if (__sigaction(SIGSEGV, &sa, &previous) != 0) {
+  if (!SegvChain::take_over(sa)) {
     const int e = errno;
     g_active.store(nullptr);
     return fail(std::string("sigaction(SIGSEGV): ") + std::strerror(e));
   }
-  SegvChain::init_from(previous);
   started_.store(true, std::memory_order_release);
   return true;
 }
@@ -202,9 +200,7 @@ void SoftwareSampler::stop() {
   if (!started_.load(std::memory_order_relaxed)) return;
   started_.store(false, std::memory_order_release);
   disarm_locked(*tables_.load(std::memory_order_relaxed));
-  struct sigaction program;
-  SegvChain::get(&program);
-  __sigaction(SIGSEGV, &program, nullptr);
+  SegvChain::hand_back();
   // Faults after this point reach the program's handler directly from the kernel. A handler that
   // loaded g_active just before may still be scanning the tables, so they are freed only with the
   // object; counts stay readable.
@@ -215,7 +211,10 @@ void SoftwareSampler::set_program_handler(const struct sigaction& act, struct si
   SegvChain::set(act, old);
 }
 
-void SoftwareSampler::get_program_handler(struct sigaction* out) { SegvChain::get(out); }
+int SoftwareSampler::program_sigaction(const struct sigaction* act, struct sigaction* old,
+                                       int (*kernel)(int, const struct sigaction*, struct sigaction*)) {
+  return SegvChain::program_sigaction(act, old, kernel);
+}
 
 void SoftwareSampler::on_signal(int sig, siginfo_t* info, void* ucontext) {
   const int saved_errno = errno;

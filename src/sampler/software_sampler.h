@@ -159,7 +159,11 @@ class SoftwareSampler {
   // The program's view of SIGSEGV while the sampler is started (see segv_chain.h). Works whether or
   // not a sampler is started; when none is, the preload should pass the call to the kernel instead.
   static void set_program_handler(const struct sigaction& act, struct sigaction* old);
-  static void get_program_handler(struct sigaction* out);
+  // The program's sigaction(SIGSEGV) as the preload interposes it: kept for the program while a sampler
+  // holds the kernel slot, else passed to `kernel`; atomic with start() and stop() taking and giving
+  // back the slot (segv_chain.h).
+  static int program_sigaction(const struct sigaction* act, struct sigaction* old,
+                               int (*kernel)(int, const struct sigaction*, struct sigaction*));
 
   struct Window;  // table entry, defined in the .cc
   struct Tables;  // windows, per-slot index and release counts, counters, stats (defined in the .cc)

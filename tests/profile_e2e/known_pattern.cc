@@ -382,6 +382,11 @@ int main(int argc, char** argv) {
         *wild = 1;
       }
       if (opt.own_segv != nullptr && !segv_installed && step == opt.segv_step && phase == 2) {
+        // "during" means while windows are protected: on a loaded machine the service thread may not have
+        // armed this phase yet, so wait for it (bounded; the test checks the count printed below).
+        if (std::strcmp(opt.own_segv, "during") == 0) {
+          for (int waited_ms = 0; protected_pages() == 0 && waited_ms < 10000; ++waited_ms) usleep(1000);
+        }
         std::fprintf(stderr, "kp: installing SIGSEGV handler at step %d, protected object pages %ld\n", step,
                      protected_pages());
         install_segv_handler();

@@ -44,6 +44,11 @@ void profiler_request_profile() noexcept;
 std::shared_ptr<const StepProfile> profiler_completed(uint64_t* count) noexcept;
 // Called by free() before the extent of `slot` can be reused: no sampled window may stay protected.
 void profiler_on_free(uint32_t slot) noexcept;
+// Before a system call copies [addr, addr + len) to or from user memory (read, recv, write, ...): restores
+// every sampled window there, counted as a touch, since the kernel returns EFAULT instead of faulting.
+// Any program thread; allocates nothing; lock-free and cheap while no window is protected, otherwise it
+// takes the sampler's mutex (never call it from Sentinel's own code or a thread holding that mutex).
+void profiler_unprotect_io(const void* addr, size_t len) noexcept;
 // In a forked child: the service thread (and any lock it held) is gone; sampling must not be touched.
 void profiler_fork_child() noexcept;
 // At exit, after the last dispatcher pass: completes a profile of the steps profiled so far, if any.

@@ -213,6 +213,8 @@ inline void* system_malloc(size_t size) noexcept {
 
 void mark_thread_internal() noexcept { t_inside = 1; }
 
+bool thread_inside_sentinel() noexcept { return ReentrancyGuard::inside(); }
+
 void wake_service() noexcept {
   g_state.service_wake.fetch_add(1, std::memory_order_release);
   migrate::futex_wake(&g_state.service_wake, 1);

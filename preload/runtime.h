@@ -29,6 +29,8 @@ size_t malloc_usable_size(void* p) noexcept;
 // Marks the calling thread as Sentinel's own for its whole life: everything it allocates goes to the
 // system allocator and is never an object (the service thread).
 void mark_thread_internal() noexcept;
+// Whether the calling thread is inside Sentinel (or is one of Sentinel's own threads). Async-signal-safe.
+bool thread_inside_sentinel() noexcept;
 // Wakes the service thread (futex); safe inside malloc.
 void wake_service() noexcept;
 

@@ -373,7 +373,7 @@ size_t SoftwareSampler::arm(const std::vector<SampleRegion>& regions, uint32_t p
       free_entry(t, w, used);
       continue;  // the entry is reused
     }
-    st.armed_now.fetch_add(1, std::memory_order_relaxed);
+    st.armed_now.fetch_add(1, std::memory_order_seq_cst);  // before the protection (armed_now())
     if (os::mprotect(reinterpret_cast<void*>(start), wp * page_, PROT_NONE) != 0) {
       st.mprotect_failures.fetch_add(1, std::memory_order_relaxed);
       st.armed_now.fetch_sub(1, std::memory_order_relaxed);
@@ -434,6 +434,11 @@ uint64_t SoftwareSampler::release_ticket(uint32_t slot) const {
   const Tables* t = tables_.load(std::memory_order_acquire);
   if (t == nullptr || slot >= t->opt.max_slots) return kNoReleaseTicket;
   return t->slots[slot].releases.load(std::memory_order_seq_cst);
+}
+
+uint64_t SoftwareSampler::armed_now() const noexcept {
+  const Tables* t = tables_.load(std::memory_order_acquire);
+  return t == nullptr ? 0 : t->stats.armed_now.load(std::memory_order_acquire);
 }
 
 void SoftwareSampler::unprotect(uintptr_t addr, size_t len, bool count_as_touch) {

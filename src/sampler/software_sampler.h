@@ -22,8 +22,8 @@
 //
 // HAZARDS (the owner must handle them):
 //  - A system call that touches a protected window does not fault: the kernel returns EFAULT
-//    (read(2), recv(2), write(2) from the buffer, ...). The preload should call unprotect(buf, len)
-//    before passing program buffers that may be objects to such calls.
+//    (read(2), recv(2), write(2) from the buffer, ...). The preload calls unprotect(buf, len) before
+//    passing program buffers to such calls whenever armed_now() is not zero (preload/io_calls.h).
 //  - The sampler assumes every region is an ordinary PROT_READ|PROT_WRITE mapping: it restores exactly
 //    that. Regions must be unprotected (release(slot)) before they are freed or reused.
 //  - Protecting 4 KiB inside a transparent huge page splits the huge page mapping.
@@ -151,6 +151,10 @@ class SoftwareSampler {
   // With count_as_touch, those windows are counted as touched (written) in their phase, since the
   // caller is about to access them.
   void unprotect(uintptr_t addr, size_t len, bool count_as_touch);
+  // Windows protected (or being protected) right now. Lock-free, any thread, never blocks. A window is
+  // counted before its mprotect(PROT_NONE) and uncounted after its pages are accessible again, so 0
+  // means no page is protected at this instant (a concurrent arm() may protect one right after).
+  uint64_t armed_now() const noexcept;
 
   WindowCounts counts(uint32_t slot, uint32_t phase) const;
   void reset_counts();

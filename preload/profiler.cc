@@ -444,11 +444,8 @@ void profiler_on_free(uint32_t slot) noexcept {
 void profiler_unprotect_io(const void* addr, size_t len) noexcept {
   if (addr == nullptr || len == 0 || !g_sampling_active.load(std::memory_order_acquire) || g_profiler == nullptr) return;
   if (g_profiler->kind != SamplerKind::kSoftware || g_profiler->software->armed_now() == 0) return;
-  try {
-    g_profiler->software->unprotect(reinterpret_cast<uintptr_t>(addr), len, /*count_as_touch=*/true);
-  } catch (...) {
-    // std::mutex::lock failed (a system error): the call goes ahead and may fail with EFAULT, as before.
-  }
+  // Never waits for the sampler's lock: this may run in a signal handler (see unprotect_for_io).
+  g_profiler->software->unprotect_for_io(reinterpret_cast<uintptr_t>(addr), len);
 }
 
 void profiler_fork_child() noexcept { g_sampling_active.store(false, std::memory_order_relaxed); }

@@ -441,8 +441,24 @@ uint64_t SoftwareSampler::armed_now() const noexcept {
   return t == nullptr ? 0 : t->stats.armed_now.load(std::memory_order_acquire);
 }
 
+bool SoftwareSampler::unprotect_for_io(uintptr_t addr, size_t len) {
+  std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
+  // The owner holds the lock while it arms (an mprotect per window): yield to it a while, then give up.
+  for (int attempt = 0; !lock.owns_lock() && attempt < 256; ++attempt) {
+    sched_yield();
+    lock.try_lock();
+  }
+  if (!lock.owns_lock()) return false;
+  restore_overlapping(addr, len, /*count_as_touch=*/true);
+  return true;
+}
+
 void SoftwareSampler::unprotect(uintptr_t addr, size_t len, bool count_as_touch) {
   std::lock_guard<std::mutex> lock(mu_);
+  restore_overlapping(addr, len, count_as_touch);
+}
+
+void SoftwareSampler::restore_overlapping(uintptr_t addr, size_t len, bool count_as_touch) {
   if (!started_.load(std::memory_order_relaxed) || len == 0) return;
   Tables& t = *tables_.load(std::memory_order_relaxed);
   const uintptr_t end = len > SIZE_MAX - addr ? SIZE_MAX : addr + len;

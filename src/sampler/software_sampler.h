@@ -151,6 +151,10 @@ class SoftwareSampler {
   // With count_as_touch, those windows are counted as touched (written) in their phase, since the
   // caller is about to access them.
   void unprotect(uintptr_t addr, size_t len, bool count_as_touch);
+  // The same for a program's I/O call, which may come from a signal handler that interrupted a thread
+  // holding the sampler's lock (Python writes its wakeup byte from one): the lock is only tried, a bounded
+  // number of times, never waited for. Returns false when it gave up (the call may then see EFAULT).
+  bool unprotect_for_io(uintptr_t addr, size_t len);
   // Windows protected (or being protected) right now. Lock-free, any thread, never blocks. A window is
   // counted before its mprotect(PROT_NONE) and uncounted after its pages are accessible again, so 0
   // means no page is protected at this instant (a concurrent arm() may protect one right after).
@@ -170,6 +174,7 @@ class SoftwareSampler {
                                int (*kernel)(int, const struct sigaction*, struct sigaction*));
 
   struct Window;  // table entry, defined in the .cc
+  void restore_overlapping(uintptr_t addr, size_t len, bool count_as_touch);  // caller holds mu_
   struct Tables;  // windows, per-slot index and release counts, counters, stats (defined in the .cc)
 
  private:

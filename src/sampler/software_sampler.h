@@ -174,10 +174,10 @@ class SoftwareSampler {
                                int (*kernel)(int, const struct sigaction*, struct sigaction*));
 
   struct Window;  // table entry, defined in the .cc
-  void restore_overlapping(uintptr_t addr, size_t len, bool count_as_touch);  // caller holds mu_
   struct Tables;  // windows, per-slot index and release counts, counters, stats (defined in the .cc)
 
  private:
+  void restore_overlapping(uintptr_t addr, size_t len, bool count_as_touch);  // caller holds mu_
   static void on_signal(int sig, siginfo_t* info, void* ucontext);
   bool claim(Tables& t, uintptr_t addr, void* ucontext);
   void restore_window(Tables& t, Window& w, bool count_as_touch);

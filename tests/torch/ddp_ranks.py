@@ -128,7 +128,9 @@ def check_profile_once(args, tmp, base, plain):
         leader = rank % per_host == 0
         print(f"managed rank {rank}: plans from LOCAL_RANK 0's profile {s['plans_from_local_rank0_profile']}, "
               f"profile in force from {s['profile_source']}, profiled steps {s['profiled_steps']}, "
-              f"managed steps {s['managed_steps']}")
+              f"managed steps {s['managed_steps']}, plans {s.get('plans')}, first managed step "
+              f"{s.get('first_managed_step')}, fallback steps {s.get('fallback_steps')}, steps detected "
+              f"{s.get('steps_detected')}")
         if losses[rank] != plain[rank]:
             failures.append(f"managed rank {rank}: losses differ")
         if leader and (s["profiled_steps"] == 0 or s["plans_from_local_rank0_profile"] != 0):

@@ -15,6 +15,7 @@
 #include "manage/birth_table.h"
 #include "manage/compiled_plan.h"
 #include "manage/plan_executor.h"
+#include "manage/reprofile_policy.h"
 #include "manage/timeline_writer.h"
 #include "migration.h"
 #include "plan/plan_io.h"
@@ -97,7 +98,6 @@ const char* stage_name(Stage s) {
   return "?";
 }
 
-constexpr uint32_t kFallbacksBeforeReprofile = 3;
 constexpr uint32_t kDeviationsLogged = 5;
 constexpr uint32_t kMinPlanPeriod = 4;
 
@@ -137,7 +137,7 @@ struct Manager {
   uint64_t relocks = ~uint64_t{0};
   uint64_t fallbacks_seen = 0, managed_seen = 0;
   uint32_t deviations_logged = 0;
-  uint32_t fallbacks_in_row = 0;
+  manage::ReprofilePolicy reprofile;  // when a plan that steps keep leaving is dropped (reprofile_policy.h)
   bool replan_saturated = false;
   uint64_t replans = 0, plans = 0, reprofiles = 0;
   uint64_t managed_phases = 0;
@@ -231,6 +231,7 @@ bool plan_and_start(Manager& m, const char* why) {
   m.tables.push_back(std::move(table));
   if (m.timeline && m.plans == 0) m.timeline->header(plan.period, plan.policy, plan.summary.budget_bytes);
   m.executor->start(compiled, first);
+  m.reprofile.plan_started(first);
   m.plan = std::move(plan);
   m.index = std::move(index);
   m.stage = Stage::kManaged;
@@ -255,6 +256,17 @@ void drop_plan(Manager& m, const char* why) {
   ++m.reprofiles;
   profiler_request_profile();
   log_write(LogLevel::kInfo, (std::string("managed mode: ") + why + ": profiling again").c_str());
+}
+
+// Once: the program's steps do not repeat exactly (variable sequence lengths, say), so profiling again
+// would cost more than it earns; the last plan stays in force for the steps that follow it.
+void log_reprofiling_stopped(Manager& m) {
+  log_write(LogLevel::kWarn,
+            ("managed mode: " + std::to_string(m.reprofile.unheld_plans()) +
+             " plans in a row were left by the program's steps before they held (its steps do not repeat "
+             "exactly): no more profiling; the last plan stays in force for the steps that follow it, the "
+             "others run first-touch under the budget")
+                .c_str());
 }
 
 // The migration bandwidth the engine really achieves (bytes per ns), once it has moved enough to tell;
@@ -329,7 +341,13 @@ void on_alloc(Manager& m, const ObjectEvent& e) {
   if (m.relocks != e.relocks) {
     const bool had_structure = m.relocks != ~uint64_t{0};
     m.relocks = e.relocks;
-    if (had_structure && m.stage == Stage::kManaged) drop_plan(m, "the step structure changed");
+    if (had_structure && m.stage == Stage::kManaged) {
+      if (m.reprofile.may_profile_after_structure_change()) {
+        drop_plan(m, "the step structure changed");
+      } else {
+        log_reprofiling_stopped(m);
+      }
+    }
   }
   const bool new_step = e.step >= 0 && e.step != m.step;
   const bool was_deviated = m.executor->step_deviated();
@@ -353,20 +371,17 @@ void on_alloc(Manager& m, const ObjectEvent& e) {
     // The executor has closed the step before this one: was it followed or did it fall back?
     m.step = e.step;
     const manage::ExecutorStats& st = m.executor->stats();
-    if (st.fallback_steps != m.fallbacks_seen) {
-      m.fallbacks_in_row += static_cast<uint32_t>(st.fallback_steps - m.fallbacks_seen);
-      m.fallbacks_seen = st.fallback_steps;
-    } else if (st.managed_steps != m.managed_seen) {
-      m.fallbacks_in_row = 0;
-    }
+    const bool left = st.fallback_steps != m.fallbacks_seen, followed = st.managed_steps != m.managed_seen;
+    m.fallbacks_seen = st.fallback_steps;
     m.managed_seen = st.managed_steps;
-    if (m.stage == Stage::kManaged) {
-      if (m.fallbacks_in_row >= kFallbacksBeforeReprofile) {
-        m.fallbacks_in_row = 0;
-        drop_plan(m, "three steps in a row left the plan");
-      } else {
-        adapt_plan(m);
+    if (m.stage == Stage::kManaged && (left || followed)) {
+      switch (m.reprofile.step_closed(e.step - 1, !left)) {
+        case manage::ReprofilePolicy::Verdict::kDrop: drop_plan(m, "three steps in a row left the plan"); break;
+        case manage::ReprofilePolicy::Verdict::kStopReprofiling: log_reprofiling_stopped(m); break;
+        case manage::ReprofilePolicy::Verdict::kKeep: adapt_plan(m); break;
       }
+    } else if (m.stage == Stage::kManaged) {
+      adapt_plan(m);
     }
   }
   if (m.stage == Stage::kManaged && m.executor->step_managed()) {
@@ -649,6 +664,8 @@ ManagerReport manager_report() noexcept {
     r.replans = m.replans;
     r.plans = m.plans;
     r.reprofiles = m.reprofiles;
+    r.reprofiling_stopped = m.reprofile.stopped();
+    r.reprofiles_deferred = m.reprofile.drops_deferred();
     r.planned_bytes_per_step = m.executor->plan() ? m.executor->plan()->planned_migrated_bytes_per_step() : 0;
     r.plan_budget_bytes = m.plan.summary.budget_bytes;
     r.plan_modeled_step_ns = m.plan.summary.modeled_step_ns;

@@ -10,7 +10,9 @@
 //
 // Afterwards: a step with late prefetches gets them planned earlier (at most SENTINEL_REPLAN_ROUNDS
 // replans); a step that leaves the plan falls back to first-touch for the rest of that step; a new step
-// structure (the detector re-detects) or three fallback steps in a row drop the plan and profile again.
+// structure (the detector re-detects) or three fallback steps in a row drop the plan and profile again,
+// with a growing wait and a limit for programs whose steps never repeat exactly
+// (src/manage/reprofile_policy.h).
 //
 // Thread safety: manager_configure() at initialisation; manager_on_move_finished() on the migration engine's
 // thread (never blocks, never allocates); manager_report() from any thread; the rest on the service thread
@@ -46,6 +48,8 @@ struct ManagerReport {
   uint64_t replans = 0;
   uint64_t plans = 0;
   uint64_t reprofiles = 0;
+  bool reprofiling_stopped = false;  // the steps left too many plans: no more profiling (reprofile_policy.h)
+  uint64_t reprofiles_deferred = 0;  // drops held back until the plan's wait was over
   uint64_t planned_bytes_per_step = 0;
   uint64_t plan_budget_bytes = 0;
   double plan_modeled_step_ns = 0;

@@ -120,6 +120,8 @@ void add_managed(Json& j, const State& s) {
   j[key::kReplans] = m.replans;
   j[key::kPlans] = m.plans;
   j[key::kReprofiles] = m.reprofiles;
+  j[key::kReprofilesDeferred] = m.reprofiles_deferred;
+  j[key::kReprofilingStopped] = m.reprofiling_stopped;
   j[key::kPlanBudgetBytes] = m.plan_budget_bytes;
   j[key::kPlanModeledStepNs] = m.plan_modeled_step_ns;
   j[key::kPlannedBytesPerStep] = m.planned_bytes_per_step;

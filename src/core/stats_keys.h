@@ -84,6 +84,8 @@ inline constexpr const char kLatePrefetches[] = "late_prefetches";
 inline constexpr const char kReplans[] = "replans";
 inline constexpr const char kPlans[] = "plans";
 inline constexpr const char kReprofiles[] = "reprofiles";
+inline constexpr const char kReprofilesDeferred[] = "reprofiles_deferred";
+inline constexpr const char kReprofilingStopped[] = "reprofiling_stopped";
 inline constexpr const char kPlanBudgetBytes[] = "plan_budget_bytes";
 inline constexpr const char kPlanModeledStepNs[] = "plan_modeled_step_ns";
 inline constexpr const char kPlannedBytesPerStep[] = "planned_bytes_per_step";
@@ -110,7 +112,7 @@ inline constexpr const char kProfileSource[] = "profile_source";
 inline constexpr const char kPlansFromLocalRank0Profile[] = "plans_from_local_rank0_profile";
 inline constexpr const char kMode[] = "mode";
 
-inline constexpr std::array<std::string_view, 97> kAll = {
+inline constexpr std::array<std::string_view, 99> kAll = {
     kPid,
     kRank,
     kForkedChildren,
@@ -192,6 +194,8 @@ inline constexpr std::array<std::string_view, 97> kAll = {
     kReplans,
     kPlans,
     kReprofiles,
+    kReprofilesDeferred,
+    kReprofilingStopped,
     kPlanBudgetBytes,
     kPlanModeledStepNs,
     kPlannedBytesPerStep,

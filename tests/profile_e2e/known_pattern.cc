@@ -24,7 +24,10 @@
 // --crash-step S (write to an unmapped address in phase 3 of step S), --sync-arm-ms M (after the
 // settle, wait up to M ms until the object born at this phase's event has a protected page, i.e. the
 // software sampler has armed the phase: this takes the profiler's phase attribution latency out of
-// the measurement; it waits only while some object page is protected).
+// the measurement; it waits only while some object page is protected), --irregular P (in about P% of the
+// steps, chosen by a fixed hash of the step number, one extra short-lived object is allocated after phase
+// 3's event: the step's allocation sequence then differs from the plan's, as the steps of a program with
+// variable sequence lengths do).
 #include <dlfcn.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -86,7 +89,7 @@ constexpr Use kUses[] = {
 };
 
 struct Options {
-  int steps = 12, copies = 1, settle_us = 1000, sync_arm_ms = 0, segv_step = 2, crash_step = -1;
+  int steps = 12, copies = 1, settle_us = 1000, sync_arm_ms = 0, segv_step = 2, crash_step = -1, irregular = 0;
   long work_kb = 16384;
   bool mark = false, print_truth = false, altstack = false;
   const char* own_segv = nullptr;
@@ -291,6 +294,7 @@ bool parse(int argc, char** argv, Options* opt) {
     else if (!std::strcmp(a, "--own-segv")) opt->own_segv = v, ++i;
     else if (!std::strcmp(a, "--segv-step")) opt->segv_step = std::atoi(v), ++i;
     else if (!std::strcmp(a, "--crash-step")) opt->crash_step = std::atoi(v), ++i;
+    else if (!std::strcmp(a, "--irregular")) opt->irregular = std::atoi(v), ++i;
     else return false;
   }
   return opt->steps >= 1 && opt->copies >= 1 && opt->copies <= kMaxCopies && opt->work_kb >= 0 &&
@@ -304,7 +308,7 @@ int main(int argc, char** argv) {
   Options opt;
   if (!parse(argc, argv, &opt)) {
     std::fprintf(stderr, "usage: %s [--print-truth] [--steps N] [--copies R] [--work-kb K] [--settle-us U] "
-                         "[--sync-arm-ms M] [--mark] [--own-segv before|during] [--segv-step S] [--crash-step S] [--altstack]\n", argv[0]);
+                         "[--sync-arm-ms M] [--mark] [--own-segv before|during] [--segv-step S] [--crash-step S] [--altstack] [--irregular P]\n", argv[0]);
     return 2;
   }
   if (opt.print_truth) {
@@ -359,6 +363,13 @@ int main(int argc, char** argv) {
         }
       };
       free_due(false);
+      if (phase == 3 && copy == 0 && int(mix(uint64_t(step) + 77) % 100) < opt.irregular) {
+        // An allocation the plan has never seen (its own call-site, a size no object of the pattern has).
+        uint64_t* extra = allocate(316 * 1024);
+        extra[0] = uint64_t(step);
+        asm volatile("" : : "r"(extra) : "memory");
+        std::free(extra);
+      }
       settle(opt.settle_us);
       if (opt.sync_arm_ms > 0) wait_for_arm(g_obj[copy][born_at(phase)], object_bytes(born_at(phase), copy), opt.sync_arm_ms);
       if (segv_installed) own_fault(&expected_own);

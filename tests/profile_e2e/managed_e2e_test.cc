@@ -119,6 +119,26 @@ TEST(ManagedE2E, EveryStepAfterThePlanIsManagedAndTheOutputIsUnchanged) {
   EXPECT_NE(replay.out.find("executed step " + std::to_string(t.steps[0].step)), std::string::npos) << replay.out;
 }
 
+// Half the steps carry one extra allocation (as the steps of a program with variable sequence lengths do):
+// every profile describes one kind of step and later steps keep leaving its plan. Managed mode must not
+// spend the run profiling again and again (src/manage/reprofile_policy.h): at most 6 plans that did not
+// hold before it stops; before the policy, this run profiled again after every third fallback step.
+TEST(ManagedE2E, StepsThatNeverRepeatExactlyAreNotProfiledAgainAndAgain) {
+  std::vector<std::string> argv = {KNOWN_PATTERN, "--mark", "--steps", "300", "--settle-us", "100",
+                                   "--work-kb", "1024", "--irregular", "50"};
+  const RunResult plain = run_program(argv, {});
+  ASSERT_TRUE(exited_ok(plain)) << plain.err;
+  const ManagedRun m = run_managed("irregular", {"SENTINEL_WARMUP_STEPS=0", "SENTINEL_PROFILE_STEPS=1"}, argv);
+  ASSERT_TRUE(exited_ok(m.run)) << m.run.err;
+  EXPECT_EQ(m.run.out, plain.out);
+  ASSERT_TRUE(m.stats.is_object()) << m.run.err;
+  EXPECT_GT(m.stats["fallback_steps"].get<int64_t>(), 0);
+  EXPECT_LE(m.stats["reprofiles"].get<int64_t>(), 6) << m.run.err;
+  // The wait was used: either a run of fallbacks was held back or re-profiling stopped.
+  EXPECT_TRUE(m.stats["reprofiles_deferred"].get<int64_t>() > 0 || m.stats["reprofiling_stopped"].get<bool>())
+      << m.run.err;
+}
+
 TEST(ManagedE2E, ARecordedProfileThatMatchesReplacesProfiling) {
   const std::string profile = recorded_profile("match");
   const ManagedRun m = run_managed("profile_in", {"SENTINEL_PROFILE_IN=" + profile});

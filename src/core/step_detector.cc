@@ -129,18 +129,51 @@ void StepDetector::run_period_jobs(uint64_t t) noexcept {
     const bool many_foreign = done.foreign * 10 > done.compared;
     // (Those few foreign allocations are most of what the structure adds to whole locked steps; an
     // evaluation pass every few steps adds mostly forward allocations, known ones.)
-    const uint64_t foreign_per_period = (uint64_t{done.foreign} * p + done.compared - 1) / done.compared;
-    const uint64_t extra = p % period_;
+    uint64_t foreign_per_period = (uint64_t{done.foreign} * p + done.compared - 1) / done.compared;
+    // A structure that is itself several repeats of a shorter one (two checkpoints, each of one
+    // allocation every ten steps) is judged by one repeat: one stray per repeat is not an optimizer's.
+    uint32_t unit = p;
+    if (!many_foreign && p >= 2 * period_ && foreign_per_period >= 2) {
+      const uint32_t repeats = foreign_repeats(t, p);
+      unit = p / repeats;
+      foreign_per_period /= repeats;
+    }
+    const uint64_t extra = unit % period_;
     // At least two such allocations: a stray allocation shifts the events after it by one, so p + 1
     // may verify for a while with the stray as its one foreign event.
     const bool closes_micro_batches =
-        p >= 2 * period_ && extra > 0 && foreign_per_period >= 2 && 2 * foreign_per_period >= extra;
+        unit >= 2 * period_ && extra > 0 && foreign_per_period >= 2 && 2 * foreign_per_period >= extra;
     if ((many_foreign && replaces_locked(t, p)) || (closes_micro_batches && contains_locked(t, p))) {
       ++relocks_;
       lock_on_period(t, p);
       return;
     }
   }
+}
+
+// How often the foreign allocations (call-sites the locked step does not have) of the last p events up to
+// t repeat within them: the largest r that divides p such that every foreign event has the same call-site
+// p / r events earlier (within the p events) and every foreign call-site occurs a multiple of r times. 1
+// when they do not repeat (an optimizer's allocations after the micro-batches of one step).
+uint32_t StepDetector::foreign_repeats(uint64_t t, uint32_t p) noexcept {
+  const uint64_t first = t + 1 - p;
+  auto foreign = [&](uint64_t q) { return find_cycle_site(at(q).site)->per_step == 0; };
+  uint32_t count = 0;
+  for (uint64_t q = first; q <= t; ++q) count += foreign(q) ? 1 : 0;
+  for (uint32_t r = count; r >= 2; --r) {
+    if (p % r != 0 || count % r != 0) continue;
+    const uint32_t unit = p / r;
+    bool periodic = true;
+    for (uint64_t q = first; q <= t && periodic; ++q) {
+      if (!foreign(q)) continue;
+      // Each foreign event has its twin one unit later or earlier, inside the p events.
+      const bool later = q + unit <= t && at(q + unit).site == at(q).site;
+      const bool earlier = q >= first + unit && at(q - unit).site == at(q).site;
+      periodic = later || earlier;
+    }
+    if (periodic) return r;
+  }
+  return 1;
 }
 
 void StepDetector::lock_on_period(uint64_t t, uint32_t p) noexcept {

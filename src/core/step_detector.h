@@ -190,6 +190,7 @@ class StepDetector {
   uint32_t coverage_between(uint64_t from, uint64_t to) noexcept;
   bool replaces_locked(uint64_t t, uint32_t p) noexcept;
   bool contains_locked(uint64_t t, uint32_t p) noexcept;
+  uint32_t foreign_repeats(uint64_t t, uint32_t p) noexcept;
   bool begins_step(uint64_t site, uint32_t live_objects, uint32_t seen, bool complete) const noexcept;
   void begin_step(uint64_t site, uint64_t size) noexcept;
   void advance(uint64_t site, uint64_t size) noexcept;

@@ -303,7 +303,11 @@ INSTANTIATE_TEST_SUITE_P(Traces, StepDetectorRecorded,
                                            RecordedTrace{"gru_varlen_packed_12steps.trace", 127, 12},
                                            // bench/results/guest_step.py's lstm at SENTINEL_MIN_OBJECT=8K:
                                            // the event after the anchor recurs four events before the end.
-                                           RecordedTrace{"lstm_small_8k_9steps.trace", 43, 9}));
+                                           RecordedTrace{"lstm_small_8k_9steps.trace", 43, 9},
+                                           // A residual CNN fed by a shuffling DataLoader, saving a
+                                           // checkpoint into a BytesIO every 10 steps: one extra
+                                           // allocation per 10 steps (60 steps).
+                                           RecordedTrace{"cnn_ckpt_every10_60steps.trace", 41, 60}));
 
 }  // namespace
 }  // namespace sentinel

@@ -64,7 +64,8 @@ int main(int argc, char** argv) {
     ns_per_pair(one, pairs / 10);  // warm-up
     const double one_ns = ns_per_pair(one, pairs);
     const double many_ns = ns_per_pair(many[0], pairs);
-    std::printf("ledger try_reserve+release: 1 rank %.1f ns/pair, %d ranks %.1f ns/pair, ratio %.2f (%llu try_reserve calls)\n",
+    std::printf("ledger try_reserve+release: 1 rank %.1f ns/pair, %d ranks %.1f ns/pair, ratio %.2f "
+                "(%llu try_reserve calls)\n",
                 one_ns, kRanks, many_ns, many_ns / one_ns,
                 static_cast<unsigned long long>(pairs / 10 + 2 * pairs + kRanks));
   }

@@ -7,11 +7,11 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "common/temp_dir.h"
 #include "core/process_identity.h"
 
 namespace sentinel::place {
@@ -22,19 +22,16 @@ constexpr uint64_t kMiB = 1ull << 20;
 class Ledger : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/sentinel-ledger-test-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-    ASSERT_TRUE(HostLedger::path_for(dir_.c_str(), "job", "host", path_, sizeof path_));
+    ASSERT_TRUE(dir_.ok());
+    ASSERT_TRUE(HostLedger::path_for(dir_.path().c_str(), "job", "host", path_, sizeof path_));
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
   bool join(HostLedger& l, uint64_t budget) {
     const char* why = nullptr;
     const bool ok = l.join(path_, budget, getpid(), process_start_time(getpid()), &why);
     if (!ok) ADD_FAILURE() << why;
     return ok;
   }
-  std::string dir_;
+  testing::TempDir dir_{"sentinel-ledger-test"};
   char path_[HostLedger::kPathMax];
 };
 

@@ -94,7 +94,9 @@ bool owner_alive(const HostLedger::Slot& s, uint64_t word) {
 }  // namespace
 
 bool HostLedger::path_for(const char* dir, const char* job, const char* host, char* out, size_t cap) noexcept {
-  return job_file_path(dir, "ledger", job, host, out, cap);
+  // The layout version is in the name, so a ledger file left by an earlier version (the same job key:
+  // MASTER_PORT is often the default 29500) never stands in the way.
+  return job_file_path(dir, "ledger2", job, host, out, cap);
 }
 
 bool HostLedger::join(const char* path, uint64_t budget_bytes, pid_t pid, uint64_t start_time,

@@ -1,5 +1,5 @@
 // HostLedger: one fast-memory budget shared by the processes (ranks) of a job on one host, through a
-// small file in shared memory (/dev/shm/sentinel-ledger-<hash of job and host>). Protocol, names and
+// small file in shared memory (/dev/shm/sentinel-ledger2-<hash of job and host>). Protocol, names and
 // failure cases: docs/distributed.md.
 //
 // Layout: a header (magic, version, the budget, `total`: the fast bytes of all ranks) and kSlots slots.
@@ -58,8 +58,8 @@ class HostLedger {
   HostLedger(const HostLedger&) = delete;
   HostLedger& operator=(const HostLedger&) = delete;
 
-  // The ledger file of job `job` on host `host`: "<dir>/sentinel-ledger-<16 hex digits>". False when it
-  // does not fit in out[0..cap).
+  // The ledger file of job `job` on host `host`: "<dir>/sentinel-ledger2-<16 hex digits>" (2: the
+  // layout version). False when it does not fit in out[0..cap).
   static bool path_for(const char* dir, const char* job, const char* host, char* out, size_t cap) noexcept;
 
   // Opens the ledger at `path` (creating it, with `budget_bytes`, when it is not there), frees the slots

@@ -82,7 +82,7 @@ TEST(LedgerPath, OnePerJobAndHost) {
   EXPECT_STREQ(a, b);
   EXPECT_STRNE(a, c);
   EXPECT_STRNE(a, d);
-  EXPECT_EQ(std::string(a).rfind("/dev/shm/sentinel-ledger-", 0), 0u);
+  EXPECT_EQ(std::string(a).rfind("/dev/shm/sentinel-ledger2-", 0), 0u);
   char tiny[8];
   EXPECT_FALSE(HostLedger::path_for("/dev/shm", "j", "h", tiny, sizeof tiny));
 }

@@ -3,27 +3,15 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstddef>
 
 #include "profiler.h"
 #include "runtime.h"
 
 namespace sentinel::rt {
 namespace {
-
-template <typename Fn>
-Fn resolve(const char* name) noexcept {
-  return reinterpret_cast<Fn>(::dlsym(RTLD_NEXT, name));
-}
-
-// The real function, looked up once (the first lookup may run in any thread: a static's initialisation is
-// thread-safe). Sets ENOSYS and returns -1 if libc does not have it.
-#define SENTINEL_REAL(name)                                      \
-  static const auto real_fn = resolve<decltype(&::name)>(#name); \
-  if (real_fn == nullptr) {                                       \
-    errno = ENOSYS;                                               \
-    return -1;                                                    \
-  }
 
 // Whether buffers must be unprotected before the call: Sentinel's own calls never touch objects.
 inline bool program_call() noexcept { return !thread_inside_sentinel(); }
@@ -46,92 +34,92 @@ void unprotect_msg(const struct msghdr* msg) noexcept {
   unprotect(msg->msg_control, msg->msg_controllen);
 }
 
+// A libc function's name as a template argument, so that each wrapper gets its own real function.
+template <size_t N>
+struct FunctionName {
+  char text[N];
+  constexpr FunctionName(const char (&name)[N]) noexcept { std::copy_n(name, N, text); }
+};
+
+// The real function `name` (of type Fn), looked up once: the first lookup may run in any thread (a
+// static's initialisation is thread-safe). nullptr if libc does not have it.
+template <FunctionName name, typename Fn>
+Fn real_function() noexcept {
+  static const Fn fn = reinterpret_cast<Fn>(::dlsym(RTLD_NEXT, name.text));
+  return fn;
+}
+
+// The shape every wrapper shares: a program's call first restores the windows in the buffers that
+// `unprotect_buffers` names; Sentinel's own calls go straight to the real function. errno is the real
+// call's (ENOSYS when libc does not have the function). `unprotect_buffers` is a lambda that captures
+// the arguments by reference: inlined, nothing is allocated.
+template <FunctionName name, typename Fn, typename UnprotectBuffers, typename... Args>
+ssize_t forward(UnprotectBuffers unprotect_buffers, Args... args) noexcept {
+  const Fn real_fn = real_function<name, Fn>();
+  if (real_fn == nullptr) {
+    errno = ENOSYS;
+    return -1;
+  }
+  if (program_call()) unprotect_buffers();
+  return real_fn(args...);
+}
+
 }  // namespace
 
 ssize_t io_read(int fd, void* buf, size_t n) noexcept {
-  SENTINEL_REAL(read);
-  if (program_call()) unprotect(buf, n);
-  return real_fn(fd, buf, n);
+  return forward<"read", decltype(&::read)>([&] { unprotect(buf, n); }, fd, buf, n);
 }
 
 ssize_t io_write(int fd, const void* buf, size_t n) noexcept {
-  SENTINEL_REAL(write);
-  if (program_call()) unprotect(buf, n);
-  return real_fn(fd, buf, n);
+  return forward<"write", decltype(&::write)>([&] { unprotect(buf, n); }, fd, buf, n);
 }
 
 ssize_t io_pread(int fd, void* buf, size_t n, off_t off) noexcept {
-  SENTINEL_REAL(pread);
-  if (program_call()) unprotect(buf, n);
-  return real_fn(fd, buf, n, off);
+  return forward<"pread", decltype(&::pread)>([&] { unprotect(buf, n); }, fd, buf, n, off);
 }
 
 ssize_t io_pwrite(int fd, const void* buf, size_t n, off_t off) noexcept {
-  SENTINEL_REAL(pwrite);
-  if (program_call()) unprotect(buf, n);
-  return real_fn(fd, buf, n, off);
+  return forward<"pwrite", decltype(&::pwrite)>([&] { unprotect(buf, n); }, fd, buf, n, off);
 }
 
 ssize_t io_pread64(int fd, void* buf, size_t n, off64_t off) noexcept {
-  SENTINEL_REAL(pread64);
-  if (program_call()) unprotect(buf, n);
-  return real_fn(fd, buf, n, off);
+  return forward<"pread64", decltype(&::pread64)>([&] { unprotect(buf, n); }, fd, buf, n, off);
 }
 
 ssize_t io_pwrite64(int fd, const void* buf, size_t n, off64_t off) noexcept {
-  SENTINEL_REAL(pwrite64);
-  if (program_call()) unprotect(buf, n);
-  return real_fn(fd, buf, n, off);
+  return forward<"pwrite64", decltype(&::pwrite64)>([&] { unprotect(buf, n); }, fd, buf, n, off);
 }
 
 ssize_t io_readv(int fd, const struct iovec* iov, int count) noexcept {
-  SENTINEL_REAL(readv);
-  if (program_call()) unprotect_iov(iov, count);
-  return real_fn(fd, iov, count);
+  return forward<"readv", decltype(&::readv)>([&] { unprotect_iov(iov, count); }, fd, iov, count);
 }
 
 ssize_t io_writev(int fd, const struct iovec* iov, int count) noexcept {
-  SENTINEL_REAL(writev);
-  if (program_call()) unprotect_iov(iov, count);
-  return real_fn(fd, iov, count);
+  return forward<"writev", decltype(&::writev)>([&] { unprotect_iov(iov, count); }, fd, iov, count);
 }
 
 ssize_t io_recv(int fd, void* buf, size_t n, int flags) noexcept {
-  SENTINEL_REAL(recv);
-  if (program_call()) unprotect(buf, n);
-  return real_fn(fd, buf, n, flags);
+  return forward<"recv", decltype(&::recv)>([&] { unprotect(buf, n); }, fd, buf, n, flags);
 }
 
 ssize_t io_recvfrom(int fd, void* buf, size_t n, int flags, struct sockaddr* from, socklen_t* from_len) noexcept {
-  SENTINEL_REAL(recvfrom);
-  if (program_call()) unprotect(buf, n);
-  return real_fn(fd, buf, n, flags, from, from_len);
+  return forward<"recvfrom", decltype(&::recvfrom)>([&] { unprotect(buf, n); }, fd, buf, n, flags, from, from_len);
 }
 
 ssize_t io_recvmsg(int fd, struct msghdr* msg, int flags) noexcept {
-  SENTINEL_REAL(recvmsg);
-  if (program_call()) unprotect_msg(msg);
-  return real_fn(fd, msg, flags);
+  return forward<"recvmsg", decltype(&::recvmsg)>([&] { unprotect_msg(msg); }, fd, msg, flags);
 }
 
 ssize_t io_send(int fd, const void* buf, size_t n, int flags) noexcept {
-  SENTINEL_REAL(send);
-  if (program_call()) unprotect(buf, n);
-  return real_fn(fd, buf, n, flags);
+  return forward<"send", decltype(&::send)>([&] { unprotect(buf, n); }, fd, buf, n, flags);
 }
 
 ssize_t io_sendto(int fd, const void* buf, size_t n, int flags, const struct sockaddr* to, socklen_t to_len) noexcept {
-  SENTINEL_REAL(sendto);
-  if (program_call()) unprotect(buf, n);
-  return real_fn(fd, buf, n, flags, to, to_len);
+  return forward<"sendto", decltype(&::sendto)>([&] { unprotect(buf, n); }, fd, buf, n, flags, to, to_len);
 }
 
 ssize_t io_sendmsg(int fd, const struct msghdr* msg, int flags) noexcept {
-  SENTINEL_REAL(sendmsg);
-  if (program_call()) unprotect_msg(msg);
-  return real_fn(fd, msg, flags);
+  return forward<"sendmsg", decltype(&::sendmsg)>([&] { unprotect_msg(msg); }, fd, msg, flags);
 }
-
-#undef SENTINEL_REAL
 
 }  // namespace sentinel::rt

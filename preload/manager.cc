@@ -9,6 +9,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "core/bounded_ring.h"
 #include "core/output_file.h"
 #include "logging.h"
 #include "os/os.h"
@@ -45,35 +46,7 @@ struct Completion {
   bool moved;
   uint64_t time_ns;
 };
-class CompletionRing {
- public:
-  static constexpr uint32_t kCapacity = 1u << 14;
-  bool push(const Completion& c) noexcept {
-    const uint64_t head = head_.load(std::memory_order_relaxed);
-    if (head - tail_.load(std::memory_order_acquire) >= kCapacity) {
-      dropped_.fetch_add(1, std::memory_order_relaxed);
-      return false;
-    }
-    slots_[head & (kCapacity - 1)] = c;
-    head_.store(head + 1, std::memory_order_release);
-    return true;
-  }
-  // The oldest completion if it ended at or before `until_ns`.
-  bool pop_until(uint64_t until_ns, Completion* out) noexcept {
-    const uint64_t tail = tail_.load(std::memory_order_relaxed);
-    if (tail == head_.load(std::memory_order_acquire)) return false;
-    const Completion& c = slots_[tail & (kCapacity - 1)];
-    if (c.time_ns > until_ns) return false;
-    *out = c;
-    tail_.store(tail + 1, std::memory_order_release);
-    return true;
-  }
-  uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
-
- private:
-  std::atomic<uint64_t> head_{0}, tail_{0}, dropped_{0};
-  Completion slots_[kCapacity] = {};
-};
+using CompletionRing = BoundedRing<Completion, 1u << 14>;
 
 uint64_t extent_of(uint64_t size) { return place::extent_bytes_for(size); }
 
@@ -152,7 +125,9 @@ std::mutex g_report_mu;  // manager state against manager_report() from other th
 
 void drain_completions(Manager& m, uint64_t until_ns) {
   Completion c;
-  while (g_completions.pop_until(until_ns, &c)) {
+  // Only moves that ended by `until_ns` (the time of the event being handled): the executor sees a move
+  // end where it ended among the object events.
+  while (g_completions.pop_if([until_ns](const Completion& next) { return next.time_ns <= until_ns; }, &c)) {
     m.executor->on_move_done(ObjectRef{c.slot, c.generation}, tier_of_pool(c.to_pool), c.moved);
   }
 }

@@ -11,36 +11,6 @@
 namespace sentinel {
 namespace {
 
-// Appends text to out[0..cap) after `len` bytes; false when it does not fit.
-struct Appender {
-  char* out;
-  size_t cap;
-  size_t len = 0;
-  bool ok = true;
-  void put_char(char c) {
-    if (len + 1 >= cap) {
-      ok = false;
-      return;
-    }
-    out[len++] = c;
-    out[len] = '\0';
-  }
-  void put(const char* s) {
-    while (*s != '\0') put_char(*s++);
-  }
-  void put(uint64_t v) {
-    char digits[24];
-    int n = 0;
-    do {
-      digits[n++] = static_cast<char>('0' + v % 10);
-      v /= 10;
-    } while (v != 0);
-    while (n > 0) put_char(digits[--n]);
-  }
-};
-
-size_t length(const char* s) { return __builtin_strlen(s); }
-
 uint64_t hash_text(const char* s) {
   uint64_t h = 1469598103934665603ull;  // FNV-1a
   for (; *s != '\0'; ++s) h = (h ^ static_cast<unsigned char>(*s)) * 1099511628211ull;
@@ -81,14 +51,13 @@ bool expand_output_path(const char* pattern, const ProcessIdentity& id, char* ou
                         const char** why) noexcept {
   char copy[1024];
   // out may alias pattern (resolve in place): expand from a copy.
-  Appender c{copy, sizeof copy};
+  TextBuf c(copy, sizeof copy);
   c.put(pattern);
-  if (!c.ok) {
+  if (c.truncated()) {
     *why = "the pattern is too long";
     return false;
   }
-  Appender a{out, cap};
-  if (cap > 0) out[0] = '\0';
+  TextBuf a(out, cap);
   for (const char* s = copy; *s != '\0'; ++s) {
     if (*s != '%') {
       a.put_char(*s);
@@ -104,8 +73,8 @@ bool expand_output_path(const char* pattern, const ProcessIdentity& id, char* ou
         return false;
     }
   }
-  if (!a.ok || a.len == 0) {
-    *why = a.ok ? "the expanded path is empty" : "the expanded path is longer than 511 bytes";
+  if (a.truncated() || a.size() == 0) {
+    *why = a.truncated() ? "the expanded path is longer than 511 bytes" : "the expanded path is empty";
     return false;
   }
   return true;
@@ -113,7 +82,7 @@ bool expand_output_path(const char* pattern, const ProcessIdentity& id, char* ou
 
 bool job_file_path(const char* dir, const char* kind, const char* job, const char* host, char* out,
                    size_t cap) noexcept {
-  Appender p{out, cap};
+  TextBuf p(out, cap);
   p.put(dir);
   p.put("/sentinel-");
   p.put(kind);
@@ -123,28 +92,26 @@ bool job_file_path(const char* dir, const char* kind, const char* job, const cha
     for (const char* s = part; *s != '\0'; ++s) h = (h ^ static_cast<unsigned char>(*s)) * 1099511628211ull;
   static constexpr char kHex[] = "0123456789abcdef";
   for (int shift = 60; shift >= 0; shift -= 4) p.put_char(kHex[(h >> shift) & 15]);
-  return p.ok;
+  return !p.truncated();
 }
 
 bool OutputClaims::claim_name(const char* path, char* name, size_t cap) const noexcept {
   // The claim is for the absolute path, so two processes in different directories writing "stats.json"
   // do not collide, and two naming one file differently (relative, absolute) do.
   char absolute[1024];
-  Appender abs{absolute, sizeof absolute};
-  if (path[0] != '/') {
-    if (getcwd(absolute, sizeof absolute) == nullptr) return false;
-    abs.len = length(absolute);
-    abs.put_char('/');
-  }
+  absolute[0] = '\0';
+  if (path[0] != '/' && getcwd(absolute, sizeof absolute) == nullptr) return false;
+  TextBuf abs = TextBuf::continuing(absolute, sizeof absolute);
+  if (path[0] != '/') abs.put_char('/');
   abs.put(path);
-  if (!abs.ok) return false;
-  Appender n{name, cap};
+  if (abs.truncated()) return false;
+  TextBuf n(name, cap);
   n.put(dir_);
   n.put("/sentinel-out-");
   static constexpr char kHex[] = "0123456789abcdef";
   const uint64_t h = hash_text(absolute);
   for (int shift = 60; shift >= 0; shift -= 4) n.put_char(kHex[(h >> shift) & 15]);
-  return n.ok;
+  return !n.truncated();
 }
 
 bool OutputClaims::claim(const char* path, int64_t pid, uint64_t start_time, const char** why) noexcept {
@@ -154,7 +121,7 @@ bool OutputClaims::claim(const char* path, int64_t pid, uint64_t start_time, con
     return false;
   }
   char record[64];
-  Appender r{record, sizeof record};
+  TextBuf r(record, sizeof record);
   r.put(static_cast<uint64_t>(pid));
   r.put_char(' ');
   r.put(start_time);
@@ -163,7 +130,7 @@ bool OutputClaims::claim(const char* path, int64_t pid, uint64_t start_time, con
   for (int round = 0; round < 8; ++round) {
     const int fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd >= 0) {
-      const bool written = write(fd, record, r.len) == static_cast<ssize_t>(r.len);
+      const bool written = write(fd, record, r.size()) == static_cast<ssize_t>(r.size());
       close(fd);
       if (!written) {
         unlink(name);
@@ -171,8 +138,7 @@ bool OutputClaims::claim(const char* path, int64_t pid, uint64_t start_time, con
         return false;
       }
       if (count_ < kMaxClaims) {
-        Appender keep{names_[count_], kNameMax};
-        keep.put(name);
+        TextBuf(names_[count_], kNameMax).put(name);
         owners_[count_++] = pid;
       }
       return true;
@@ -218,12 +184,12 @@ bool resolve_output_path(const char* variable, char* buf, size_t cap, const Proc
   const bool per_rank = pattern_has(buf, 'r');
   if (!expand_output_path(buf, id, buf, cap, why)) return false;
   if (per_process) return true;
-  Appender path{buf, cap, length(buf)};
-  Appender line{note, note_cap, length(note)};
+  TextBuf path = TextBuf::continuing(buf, cap);
+  TextBuf line = TextBuf::continuing(note, note_cap);
   if (id.world_size > 1 && id.rank >= 0 && !per_rank) {
     path.put(".r");
     path.put(static_cast<uint64_t>(id.rank));
-    if (!path.ok) {
+    if (path.truncated()) {
       *why = "the path with its rank suffix is longer than 511 bytes";
       return false;
     }
@@ -238,10 +204,10 @@ bool resolve_output_path(const char* variable, char* buf, size_t cap, const Proc
   const char* claim_why = nullptr;
   if (claims->claim(buf, id.pid, start_time, &claim_why)) return true;
   if (claim_why != nullptr) return true;  // claims unavailable here: keep the path, nothing is known
-  const size_t before = path.len;
+  const size_t before = path.size();
   path.put_char('.');
   path.put(static_cast<uint64_t>(id.pid));
-  if (!path.ok) {
+  if (path.truncated()) {
     *why = "the path with its pid suffix is longer than 511 bytes";
     return false;
   }

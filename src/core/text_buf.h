@@ -1,5 +1,7 @@
 // A fixed-capacity text builder on caller-provided storage, for messages that must be formatted inside
-// the allocator or a signal handler: no allocation, no stdio, silent truncation.
+// the allocator or a signal handler: no allocation, no stdio. Text that does not fit is dropped (the
+// result stays NUL-terminated) and truncated() says so, for callers that must refuse a cut-off path.
+// Not thread-safe: one builder per thread.
 #pragma once
 
 #include <cstddef>
@@ -12,6 +14,9 @@ class TextBuf {
   TextBuf(char* storage, size_t capacity) noexcept : buf_(storage), cap_(capacity) {
     if (cap_ > 0) buf_[0] = '\0';
   }
+  // A builder that appends to the NUL-terminated text already in storage. Storage without a NUL in
+  // its capacity is cut to capacity - 1 bytes (and counts as truncated).
+  static TextBuf continuing(char* storage, size_t capacity) noexcept;
   TextBuf& put(const char* s) noexcept {
     while (s != nullptr && *s != '\0') put_char(*s++);
     return *this;
@@ -48,13 +53,18 @@ class TextBuf {
     if (len_ + 1 < cap_) {
       buf_[len_++] = c;
       buf_[len_] = '\0';
+    } else {
+      truncated_ = true;
     }
     return *this;
   }
   const char* c_str() const noexcept { return buf_; }
   size_t size() const noexcept { return len_; }
+  // True when some text was dropped since construction or the last clear().
+  bool truncated() const noexcept { return truncated_; }
   void clear() noexcept {
     len_ = 0;
+    truncated_ = false;
     if (cap_ > 0) buf_[0] = '\0';
   }
 
@@ -62,6 +72,7 @@ class TextBuf {
   char* buf_;
   size_t cap_;
   size_t len_ = 0;
+  bool truncated_ = false;
 };
 
 // Writes the whole string to fd with write(2), retrying on EINTR and short writes.

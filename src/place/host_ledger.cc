@@ -16,7 +16,7 @@
 namespace sentinel::place {
 namespace {
 
-constexpr uint64_t kMagic = 0x3172676465'4c6e73ull;  // "snLedgr1", version 1 of the layout
+constexpr uint64_t kMagic = 0x3272676465'4c6e73ull;  // "snLedgr2", version 2 of the layout (with `total`)
 
 // The owner word: [63..40] claim generation, [39..32] state, [31..0] pid.
 enum State : uint64_t { kClaiming = 1, kLive = 2, kRecovering = 3 };
@@ -94,7 +94,9 @@ bool owner_alive(const HostLedger::Slot& s, uint64_t word) {
 }  // namespace
 
 bool HostLedger::path_for(const char* dir, const char* job, const char* host, char* out, size_t cap) noexcept {
-  return job_file_path(dir, "ledger", job, host, out, cap);
+  // The layout version is in the name, so a ledger file left by an earlier version (the same job key:
+  // MASTER_PORT is often the default 29500) never stands in the way.
+  return job_file_path(dir, "ledger2", job, host, out, cap);
 }
 
 bool HostLedger::join(const char* path, uint64_t budget_bytes, pid_t pid, uint64_t start_time,
@@ -125,49 +127,69 @@ bool HostLedger::join(const char* path, uint64_t budget_bytes, pid_t pid, uint64
   }
   mem_ = mem;
   recover_dead();
-  if (!claim_slot(pid, start_time, why)) {
+  Slot* own = claim_slot(pid, start_time, why);
+  if (own == nullptr) {
     os::munmap(mem_, sizeof(Memory));
     mem_ = nullptr;
     return false;
   }
-  // Alone in the ledger: it is a stale one of an earlier job (or just created): this job's budget holds.
-  if (live_slots() == 1) mem_->budget.store(budget_bytes, std::memory_order_seq_cst);
+  // Read before the slots are checked: whoever changes `total` after this makes the reset's CAS fail.
+  uint64_t stranded = mem_->total.load(std::memory_order_seq_cst);
+  bool quiet = false;
+  if (alone_in_ledger(own, &quiet)) {
+    // A stale ledger of an earlier job (or just created): this job's budget holds, and bytes stranded
+    // by ranks killed between their two updates are given back (see the header).
+    mem_->budget.store(budget_bytes, std::memory_order_seq_cst);
+    if (quiet && stranded != 0) mem_->total.compare_exchange_strong(stranded, 0, std::memory_order_seq_cst);
+  }
+  slot_.store(own, std::memory_order_release);  // only now may this rank's threads reserve
   return true;
 }
 
-bool HostLedger::claim_slot(pid_t pid, uint64_t start_time, const char** why) noexcept {
+HostLedger::Slot* HostLedger::claim_slot(pid_t pid, uint64_t start_time, const char** why) noexcept {
   for (Slot& s : mem_->slots) {
     uint64_t expected = 0;
     const uint64_t generation = (generation_of(s.last_generation.load(std::memory_order_relaxed)) + 1) & 0xffffff;
     const uint64_t claiming = owner_word(generation, kClaiming, pid);
-    if (!s.owner.compare_exchange_strong(expected, claiming, std::memory_order_acq_rel)) continue;
+    if (!s.owner.compare_exchange_strong(expected, claiming, std::memory_order_seq_cst)) continue;
     s.last_generation.store(generation << 40, std::memory_order_relaxed);  // the slot's last generation
-    s.held.store(0, std::memory_order_seq_cst);  // bytes a previous owner released after leaving
+    // Bytes a thread of the previous owner added after that owner left are dropped, not taken out of
+    // `total`: they stay stranded (the safe side) rather than risk taking them out twice.
+    s.held.store(0, std::memory_order_seq_cst);
     s.start_time.store(start_time, std::memory_order_release);
     s.owner.store(owner_word(generation, kLive, pid), std::memory_order_release);
-    slot_.store(&s, std::memory_order_release);
-    return true;
+    return &s;
   }
   *why = "every slot of the ledger is held by a live rank";
-  return false;
+  return nullptr;
 }
 
-uint64_t HostLedger::sum_held() const noexcept {
-  uint64_t sum = 0;
-  for (const Slot& s : mem_->slots) sum += s.held.load(std::memory_order_seq_cst);
-  return sum;
+bool HostLedger::alone_in_ledger(const Slot* own, bool* quiet) const noexcept {
+  *quiet = true;
+  for (const Slot& s : mem_->slots) {
+    if (&s == own) continue;
+    if (s.owner.load(std::memory_order_seq_cst) != 0) return false;
+    const uint64_t left = s.left_pid.load(std::memory_order_acquire);
+    if (left != 0 && process_alive(static_cast<pid_t>(left), s.left_start.load(std::memory_order_acquire)))
+      *quiet = false;
+  }
+  return true;
+}
+
+void HostLedger::take_out_of_total(uint64_t bytes) noexcept {
+  if (bytes != 0) mem_->total.fetch_sub(bytes, std::memory_order_seq_cst);
 }
 
 bool HostLedger::try_reserve(uint64_t bytes) noexcept {
   Slot* s = slot_.load(std::memory_order_acquire);
   if (s == nullptr) return false;
-  // Add first, then read every slot: see the header comment for why this never overshoots.
-  s->held.fetch_add(bytes, std::memory_order_seq_cst);
-  const uint64_t sum = sum_held();
-  if (sum > mem_->budget.load(std::memory_order_seq_cst)) {
-    release(bytes);
+  // `total` first, the slot second: see invariants (B) and (S) in the header.
+  const uint64_t sum = mem_->total.fetch_add(bytes, std::memory_order_seq_cst) + bytes;
+  if (sum > mem_->budget.load(std::memory_order_relaxed)) {
+    take_out_of_total(bytes);
     return false;
   }
+  s->held.fetch_add(bytes, std::memory_order_seq_cst);
   raise(mem_->peak_held, sum);
   return true;
 }
@@ -175,10 +197,12 @@ bool HostLedger::try_reserve(uint64_t bytes) noexcept {
 void HostLedger::release(uint64_t bytes) noexcept {
   Slot* s = slot_.load(std::memory_order_acquire);
   if (s == nullptr) return;
+  // The slot first, `total` second, and only what the slot gave up (clamped at 0): invariant (S).
   uint64_t cur = s->held.load(std::memory_order_relaxed);
   while (!s->held.compare_exchange_weak(cur, cur >= bytes ? cur - bytes : 0, std::memory_order_seq_cst,
                                         std::memory_order_relaxed)) {
   }
+  take_out_of_total(cur >= bytes ? bytes : cur);
 }
 
 uint64_t HostLedger::recover_dead() noexcept {
@@ -191,8 +215,12 @@ uint64_t HostLedger::recover_dead() noexcept {
     const uint64_t recovering = owner_word(generation_of(word), kRecovering, pid_of(word));
     uint64_t expected = word;
     if (!s.owner.compare_exchange_strong(expected, recovering, std::memory_order_acq_rel)) continue;
-    reclaimed += s.held.exchange(0, std::memory_order_seq_cst);
+    // The exchange makes this exactly once: a recoverer that finishes an interrupted recovery gets 0.
+    const uint64_t held = s.held.exchange(0, std::memory_order_seq_cst);
+    take_out_of_total(held);
+    reclaimed += held;
     s.start_time.store(0, std::memory_order_relaxed);
+    s.left_pid.store(0, std::memory_order_relaxed);  // the owner is dead: no thread of it is left
     expected = recovering;
     if (s.owner.compare_exchange_strong(expected, 0, std::memory_order_acq_rel)) {
       mem_->recovered_slots.fetch_add(1, std::memory_order_relaxed);
@@ -205,11 +233,14 @@ void HostLedger::leave() noexcept {
   Slot* s = slot_.load(std::memory_order_acquire);
   if (s == nullptr) return;
   slot_.store(nullptr, std::memory_order_release);
-  // Held bytes first, then the owner word: a claimer of the free slot starts from 0 either way. The
-  // mapping stays (threads still running at exit may read it); the kernel removes it with the process.
-  s->held.store(0, std::memory_order_seq_cst);
+  // Held bytes first, then the owner word. The mapping stays (threads still running at exit may read
+  // it, and one already inside try_reserve may still add to the slot); the kernel removes it with the
+  // process. Until this process has exited, no rank resets `total` (see the header).
+  s->left_start.store(s->start_time.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  s->left_pid.store(pid_of(s->owner.load(std::memory_order_relaxed)), std::memory_order_release);
+  take_out_of_total(s->held.exchange(0, std::memory_order_seq_cst));
   s->start_time.store(0, std::memory_order_relaxed);
-  s->owner.store(0, std::memory_order_release);
+  s->owner.store(0, std::memory_order_seq_cst);
 }
 
 void HostLedger::detach_after_fork() noexcept { slot_.store(nullptr, std::memory_order_relaxed); }
@@ -221,7 +252,9 @@ uint64_t HostLedger::held() const noexcept {
   const Slot* s = slot_.load(std::memory_order_acquire);
   return s == nullptr ? 0 : s->held.load(std::memory_order_acquire);
 }
-uint64_t HostLedger::host_held() const noexcept { return mem_ == nullptr ? 0 : sum_held(); }
+uint64_t HostLedger::host_held() const noexcept {
+  return mem_ == nullptr ? 0 : mem_->total.load(std::memory_order_acquire);
+}
 uint64_t HostLedger::peak_host_held() const noexcept {
   return mem_ == nullptr ? 0 : mem_->peak_held.load(std::memory_order_relaxed);
 }

@@ -14,17 +14,14 @@
 #include <string>
 #include <vector>
 
+#include "common/temp_dir.h"
+
 namespace sentinel {
 namespace {
 
 class OutputFileTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/sentinel-output-file-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { std::system(("rm -rf '" + dir_ + "'").c_str()); }
+  void SetUp() override { ASSERT_TRUE(tmp_.ok()); }
 
   std::string at(const std::string& name) const { return dir_ + "/" + name; }
   static std::string slurp(const std::string& path) {
@@ -49,7 +46,8 @@ class OutputFileTest : public ::testing::Test {
     return lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
   }
 
-  std::string dir_;
+  testing::TempDir tmp_{"sentinel-output-file"};
+  const std::string& dir_ = tmp_.path();
 };
 
 TEST_F(OutputFileTest, WritesTheWholeFileOwnerOnlyAndLeavesNoTemporary) {

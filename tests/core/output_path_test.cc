@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <string>
 
+#include "common/temp_dir.h"
+
 namespace sentinel {
 namespace {
 
@@ -54,12 +56,7 @@ TEST(OutputPath, PatternHasSeesThroughPercentPercent) {
 
 class Claims : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/sentinel-claims-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void SetUp() override { ASSERT_TRUE(tmp_.ok()); }
   size_t claim_files() const {
     size_t n = 0;
     for (const auto& e : std::filesystem::directory_iterator(dir_)) n += e.is_regular_file();
@@ -75,7 +72,8 @@ class Claims : public ::testing::Test {
     *note = notes;
     return buf;
   }
-  std::string dir_;
+  testing::TempDir tmp_{"sentinel-claims"};
+  const std::string& dir_ = tmp_.path();
 };
 
 TEST_F(Claims, RanksOfAJobGetTheirRankAppendedAndSaySo) {

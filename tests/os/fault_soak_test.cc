@@ -46,10 +46,7 @@ bool all_zero(const void* p, uint64_t bytes) {
 }
 
 TEST(FaultSoak, HeapInitFailsCleanlyWhenMmapFails) {
-  FaultConfig c;
-  c.seed = 11;
-  c.rate = 0.5;
-  c.ops = op_bit(Op::kMmap) | op_bit(Op::kMadvise);
+  const FaultConfig c{.seed = 11, .rate = 0.5, .ops = op_bit(Op::kMmap) | op_bit(Op::kMadvise)};
   ScopedFaultInjection inject(c);
   int ok = 0, refused = 0;
   for (int round = 0; round < 40; ++round) {
@@ -77,10 +74,7 @@ TEST(FaultSoak, HeapKeepsDataAndTheZeroedPromiseWhenMadviseFails) {
   ObjectHeap heap;
   ASSERT_TRUE(heap.init(4ull << 30, 1u << 16));
   heap.set_cache_limit(0);
-  FaultConfig c;
-  c.seed = 12;
-  c.rate = 0.3;
-  c.ops = op_bit(Op::kMadvise);
+  const FaultConfig c{.seed = 12, .rate = 0.3, .ops = op_bit(Op::kMadvise)};
   std::mt19937_64 rng(12);
   struct Live {
     uint32_t slot;
@@ -137,10 +131,7 @@ TEST(FaultSoak, BudgetHoldsAndBindFailuresAreCountedWhenMbindFails) {
   char* arena = static_cast<char*>(::mmap(nullptr, kArena, PROT_READ | PROT_WRITE,
                                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
   ASSERT_NE(arena, MAP_FAILED);
-  FaultConfig c;
-  c.seed = 13;
-  c.rate = 0.25;
-  c.ops = op_bit(Op::kMbind) | op_bit(Op::kMadvise);
+  const FaultConfig c{.seed = 13, .rate = 0.25, .ops = op_bit(Op::kMbind) | op_bit(Op::kMadvise)};
   std::mt19937_64 rng(13);
   struct Obj {
     size_t off;
@@ -217,10 +208,8 @@ TEST(FaultSoak, MigrationEngineKeepsDataAndCountsFailuresWhenMovePagesFails) {
     ASSERT_TRUE(objs.back()->ok());
     objs.back()->fill(i);
   }
-  FaultConfig c;
-  c.seed = 14;
-  c.rate = 0.2;
-  c.ops = op_bit(Op::kMovePages) | op_bit(Op::kMbind) | op_bit(Op::kMadvise) | op_bit(Op::kMincore);
+  const uint32_t ops = op_bit(Op::kMovePages) | op_bit(Op::kMbind) | op_bit(Op::kMadvise) | op_bit(Op::kMincore);
+  const FaultConfig c{.seed = 14, .rate = 0.2, .ops = ops};
   uint64_t done = 0, failed = 0;
   {
     ScopedFaultInjection inject(c);
@@ -271,10 +260,7 @@ TEST(FaultSoak, TopologyDetectionFailsCleanlyWhenSysfsReadsFail) {
   sys.set_online("0-1");
   sys.add_node(0, 4096, 2048, "0-1", {10, 30});
   sys.add_node(1, 8192, 8000, "", {30, 10});
-  FaultConfig c;
-  c.seed = 15;
-  c.rate = 0.1;
-  c.ops = op_bit(Op::kOpenRead) | op_bit(Op::kRead);
+  const FaultConfig c{.seed = 15, .rate = 0.1, .ops = op_bit(Op::kOpenRead) | op_bit(Op::kRead)};
   ScopedFaultInjection inject(c);
   int ok = 0, refused = 0;
   for (int round = 0; round < 300; ++round) {

@@ -63,10 +63,7 @@ TEST(FaultSpec, ParsesSeedRateAndOps) {
 
 TEST(FaultInjector, FailsAtTheRateDeterministicallyAndRestores) {
   auto run = [](uint64_t seed) {
-    FaultConfig c;
-    c.seed = seed;
-    c.rate = 0.3;
-    c.ops = op_bit(Op::kMadvise);
+    const FaultConfig c{.seed = seed, .rate = 0.3, .ops = op_bit(Op::kMadvise)};
     ScopedFaultInjection inject(c);
     EXPECT_TRUE(inject.started());
     EXPECT_FALSE(start_fault_injection(c));  // one injector at a time
@@ -107,11 +104,7 @@ TEST(FaultInjector, PartialMovePagesLeavesFailedPagesOutOfTheCall) {
     return 0;
   };
   const Calls* before = install(&below);
-  FaultConfig c;
-  c.seed = 3;
-  c.rate = 1.0;
-  c.ops = op_bit(Op::kMovePages);
-  c.partial_share = 0.25;
+  const FaultConfig c{.seed = 3, .rate = 1.0, .ops = op_bit(Op::kMovePages), .partial_share = 0.25};
   uint64_t partial_calls = 0;
   {
     ScopedFaultInjection inject(c);

@@ -7,6 +7,7 @@
 #include "plan/cost_model.h"
 #include "plan/planner.h"
 #include "plan/stall_repair.h"
+#include "plan_env.h"
 #include "test_profiles.h"
 
 namespace sentinel {
@@ -19,29 +20,7 @@ using test::persistent;
 constexpr uint64_t kMiB = 1 << 20;
 constexpr uint64_t kPhase = 1'000'000;
 
-struct Env {
-  ProfileIndex index;
-  MemorySystem mem;
-  explicit Env(const StepProfile& p) {
-    std::string err;
-    EXPECT_TRUE(index.build(p, &err)) << err;
-    EXPECT_TRUE(memory_system_preset("cxl", &mem, nullptr));
-  }
-  Plan plan(uint64_t budget, PlannerConfig cfg = {}) const {
-    cfg.budget_bytes = budget;
-    Plan out;
-    std::string err;
-    EXPECT_TRUE(plan_sentinel(index, mem, cfg, &out, &err)) << err;
-    EXPECT_EQ(check_plan_budget(index, out, mem, budget, nullptr), 0u);
-    return out;
-  }
-  double step(const Plan& p) const {
-    SimResult r;
-    std::string err;
-    EXPECT_TRUE(simulate_plan(index, p, mem, {}, &r, &err)) << err;
-    return r.step_ns;
-  }
-};
+using Env = test::PlanEnv;
 
 PlannerConfig without_alternatives() {
   PlannerConfig cfg;
@@ -79,7 +58,7 @@ TEST(PlannerAlternatives, PrefixWindowServesTheHotFirstUsesOfALargeObject) {
   Plan without = env.plan(9 * kMiB, cfg);
   EXPECT_EQ(with.birth(1), Tier::kFast);
   EXPECT_TRUE(has_move(with, 1, MoveKind::kEvict));
-  EXPECT_LT(env.step(with), env.step(without));
+  EXPECT_LT(env.step_ns(with), env.step_ns(without));
 }
 
 TEST(PlannerAlternatives, MergedWindowHoldsAnObjectThroughGapsNotWorthARoundTrip) {
@@ -94,7 +73,7 @@ TEST(PlannerAlternatives, MergedWindowHoldsAnObjectThroughGapsNotWorthARoundTrip
   Plan without = env.plan(kMiB + kMiB / 2, without_alternatives());
   EXPECT_FALSE(has_move(without, 1, MoveKind::kPrefetch));
   EXPECT_TRUE(has_move(with, 1, MoveKind::kPrefetch));
-  EXPECT_LT(env.step(with), env.step(without));
+  EXPECT_LT(env.step_ns(with), env.step_ns(without));
 }
 
 TEST(PlannerAlternatives, ExchangeSwapsSmallDenseWindowsForALargerOne) {
@@ -110,7 +89,7 @@ TEST(PlannerAlternatives, ExchangeSwapsSmallDenseWindowsForALargerOne) {
   EXPECT_EQ(without.birth(1), Tier::kSlow);
   EXPECT_FALSE(has_move(without, 1, MoveKind::kPrefetch));
   EXPECT_TRUE(with.birth(1) == Tier::kFast || has_move(with, 1, MoveKind::kPrefetch));
-  EXPECT_LT(env.step(with), env.step(without));
+  EXPECT_LT(env.step_ns(with), env.step_ns(without));
 }
 
 TEST(StallRepair, KeepsAnObjectFastInsteadOfQueueingItsPrefetchBehindALargeCopy) {

@@ -5,6 +5,7 @@
 #include "plan/baselines.h"
 #include "plan/budget_repair.h"
 #include "plan/cost_model.h"
+#include "plan_env.h"
 #include "test_profiles.h"
 
 namespace sentinel {
@@ -17,32 +18,7 @@ using test::persistent;
 constexpr uint64_t kMiB = 1 << 20;
 constexpr uint64_t kPhase = 1'000'000;
 
-struct Env {
-  ProfileIndex index;
-  MemorySystem mem;
-  explicit Env(const StepProfile& p, const char* tier = "cxl") {
-    std::string err;
-    EXPECT_TRUE(index.build(p, &err)) << err;
-    EXPECT_TRUE(memory_system_preset(tier, &mem, nullptr));
-  }
-  Plan plan(uint64_t budget, PlannerConfig cfg = {}) const {
-    cfg.budget_bytes = budget;
-    Plan out;
-    std::string err;
-    EXPECT_TRUE(plan_sentinel(index, mem, cfg, &out, &err)) << err;
-    return out;
-  }
-  SimResult eval(const Plan& p, uint64_t budget = 0, const MemorySystem* m = nullptr) const {
-    SimOptions opt;
-    opt.budget_bytes = budget;
-    opt.record_moves = true;
-    SimResult r;
-    std::string err;
-    EXPECT_TRUE(simulate_plan(index, p, m ? *m : mem, opt, &r, &err)) << err;
-    return r;
-  }
-  double all_dram_ns() const { return static_cast<double>(index.step_ns()); }
-};
+using Env = test::PlanEnv;
 
 // Event of the first move of `kind` for `tag`, or -1.
 int event_of(const Plan& p, uint64_t tag, MoveKind kind) {

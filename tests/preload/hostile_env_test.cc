@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "common/temp_dir.h"
 #include "core/config.h"
 
 namespace {
@@ -97,9 +98,9 @@ std::string hostile_value(std::mt19937_64& rng) {
 }
 
 TEST(HostileEnvironment, EveryVariableWithRandomValuesNeverCrashesAndRejectsWithOneMessage) {
-  char tmpl[] = "/tmp/sentinel-hostile-env-XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl;
+  const sentinel::testing::TempDir tmp("sentinel-hostile-env");
+  ASSERT_TRUE(tmp.ok());
+  const std::string& dir = tmp.path();
   const RunResult plain = run_child(dir, "", "", false);
   ASSERT_EQ(plain.status, 0) << plain.err;
   const std::string expected_checksum = plain.out.substr(plain.out.find("checksum="));
@@ -126,7 +127,6 @@ TEST(HostileEnvironment, EveryVariableWithRandomValuesNeverCrashesAndRejectsWith
       }
     }
   }
-  std::system(("rm -rf '" + dir + "'").c_str());
   // Random values are mostly wrong: the test exercised the rejection path, not only acceptance.
   EXPECT_GT(rejected, accepted);
   std::printf("%zu values rejected, %zu accepted\n", rejected, accepted);

@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/temp_dir.h"
+
 namespace sentinel {
 namespace {
 
@@ -125,17 +127,15 @@ TEST(ProfileIo, OptionalFieldsTakeDefaults) {
 }
 
 TEST(ProfileIo, FileRoundTrip) {
-  char dir[] = "/tmp/sentinel_profile_test_XXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  const std::string path = std::string(dir) + "/p.json";
+  testing::TempDir dir("sentinel-profile-test");
+  ASSERT_TRUE(dir.ok());
+  const std::string path = dir.file("p.json");
   std::string err;
   ASSERT_TRUE(write_profile_file(path, sample_profile(), &err)) << err;
   EXPECT_NE(access((path + ".tmp").c_str(), F_OK), 0);  // the temporary was renamed away
   StepProfile q;
   ASSERT_TRUE(read_profile_file(path, &q, &err)) << err;
   expect_equal(sample_profile(), q);
-  std::remove(path.c_str());
-  rmdir(dir);
 }
 
 TEST(ProfileIo, FileErrorsNameThePath) {

@@ -16,25 +16,21 @@
 
 #include <gtest/gtest.h>
 
+#include "common/temp_dir.h"
+
 namespace sentinel {
 namespace {
 
 // A fake sysfs tree: <root>/ibs_op/type holding `content` (or no ibs_op at all).
 struct FakeSysfs {
   explicit FakeSysfs(const char* content) {
-    char tmpl[] = "/tmp/sentinel_sysfs_XXXXXX";
-    root = mkdtemp(tmpl);
     if (content != nullptr) {
       mkdir((root + "/ibs_op").c_str(), 0755);
       std::ofstream(root + "/ibs_op/type") << content;
     }
   }
-  ~FakeSysfs() {
-    std::remove((root + "/ibs_op/type").c_str());
-    rmdir((root + "/ibs_op").c_str());
-    rmdir(root.c_str());
-  }
-  std::string root;
+  testing::TempDir dir{"sentinel-sysfs"};
+  const std::string& root = dir.path();
 };
 
 PerfOs failing_os(int err, const std::string& sysfs_root) {

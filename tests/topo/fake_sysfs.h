@@ -9,15 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "common/temp_dir.h"
+
 namespace sentinel::topo::testing {
 
 class FakeSysfs {
  public:
-  FakeSysfs() {
-    char tmpl[] = "/tmp/sentinel-fakesys.XXXXXX";
-    root_ = mkdtemp(tmpl);
-  }
-  ~FakeSysfs() { std::filesystem::remove_all(root_); }
   const std::string& root() const { return root_; }
 
   void write(const std::string& rel, const std::string& text) {
@@ -50,7 +47,8 @@ class FakeSysfs {
   }
 
  private:
-  std::string root_;
+  sentinel::testing::TempDir dir_{"sentinel-fakesys"};
+  std::string root_ = dir_.path();
 };
 
 }  // namespace sentinel::topo::testing

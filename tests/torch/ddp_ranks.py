@@ -223,7 +223,7 @@ def main():
             failures += check_profile_once(args, tmp, base, plain)
     if args.hosts == 1:  # with several hosts each had a /dev/shm of its own, gone with its namespace
         for job in JOBS:
-            for kind in ("ledger", "profile"):
+            for kind in ("ledger2", "profile"):
                 path = job_file(kind, job, socket.gethostname())
                 if os.path.exists(path):
                     os.unlink(path)

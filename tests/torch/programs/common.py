@@ -1,12 +1,14 @@
-"""What every program here shares: command-line options for the test harness (compare_losses.py) and
-the JSON it reads back. The training loops themselves are written in each program the way a user
-writes them; nothing here knows about Sentinel except the optional explicit step marker."""
+"""What every program here shares: command-line options for the test harness (compare_losses.py), the
+JSON it reads back, and the plain MLP several programs train. The training loops themselves are written
+in each program the way a user writes them; nothing here knows about Sentinel except the optional
+explicit step marker."""
 import argparse
 import ctypes
 import json
 import sys
 
 import torch
+import torch.nn as nn
 
 
 def parser(doc):
@@ -38,6 +40,15 @@ def step_marker(args):
         return lambda: None
     fn.restype = None
     return fn
+
+
+def mlp(features, width, classes, hidden=1):
+    """features -> width, then `hidden` width x width layers, then -> classes, with ReLU between (layers
+    are made in that order, so the initial weights depend only on the seed)."""
+    layers = [nn.Linear(features, width), nn.ReLU()]
+    for _ in range(hidden):
+        layers += [nn.Linear(width, width), nn.ReLU()]
+    return nn.Sequential(*layers, nn.Linear(width, classes))
 
 
 def report(args, name, losses):

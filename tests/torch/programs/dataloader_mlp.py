@@ -5,7 +5,7 @@ import torch
 import torch.nn as nn
 from torch.utils.data import DataLoader, Dataset
 
-from common import parser, report, setup, step_marker
+from common import mlp, parser, report, setup, step_marker
 
 
 class SyntheticSamples(Dataset):
@@ -31,8 +31,7 @@ def main():
     setup(args)
     mark = step_marker(args)
     features, width, classes = 256, 512, 10
-    model = nn.Sequential(nn.Linear(features, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(),
-                          nn.Linear(width, classes))
+    model = mlp(features, width, classes)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     criterion = nn.CrossEntropyLoss()
     data = SyntheticSamples(args.steps * args.batch, features, classes, args.seed)

@@ -9,7 +9,7 @@ import torch.distributed as dist
 import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel
 
-from common import parser, report, setup, step_marker
+from common import mlp, parser, report, setup, step_marker
 
 
 def main():
@@ -22,9 +22,7 @@ def main():
     dist.init_process_group("gloo", init_method="env://")
     rank = dist.get_rank()
     features, classes = 256, 10
-    model = DistributedDataParallel(nn.Sequential(
-        nn.Linear(features, args.width), nn.ReLU(), nn.Linear(args.width, args.width), nn.ReLU(),
-        nn.Linear(args.width, classes)))
+    model = DistributedDataParallel(mlp(features, args.width, classes))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     criterion = nn.CrossEntropyLoss()
     g = torch.Generator().manual_seed(args.seed + 1 + rank)

@@ -4,7 +4,7 @@ their number) and a validation pass under torch.no_grad() every few steps."""
 import torch
 import torch.nn as nn
 
-from common import parser, report, setup, step_marker
+from common import mlp, parser, report, setup, step_marker
 
 
 def main():
@@ -19,8 +19,7 @@ def main():
     mark = step_marker(args)
 
     features, width, classes = 256, 512, 10
-    model = nn.Sequential(nn.Linear(features, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(),
-                          nn.Linear(width, width), nn.ReLU(), nn.Linear(width, classes))
+    model = mlp(features, width, classes, hidden=2)
     if args.optimizer == "adamw":
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     else:

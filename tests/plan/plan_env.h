@@ -1,0 +1,47 @@
+// What the planner tests share: a profile indexed, a memory system (a tier preset), and the planner and
+// the replay called on them, failing the test on any error.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+
+#include "plan/budget_repair.h"
+#include "plan/cost_model.h"
+#include "plan/planner.h"
+
+namespace sentinel::test {
+
+struct PlanEnv {
+  ProfileIndex index;
+  MemorySystem mem;
+  explicit PlanEnv(const StepProfile& p, const char* tier = "cxl") {
+    std::string err;
+    EXPECT_TRUE(index.build(p, &err)) << err;
+    EXPECT_TRUE(memory_system_preset(tier, &mem, nullptr));
+  }
+  // The planner's plan for `budget`; a plan that exceeds the budget at any event fails the test.
+  Plan plan(uint64_t budget, PlannerConfig cfg = {}) const {
+    cfg.budget_bytes = budget;
+    Plan out;
+    std::string err;
+    EXPECT_TRUE(plan_sentinel(index, mem, cfg, &out, &err)) << err;
+    EXPECT_EQ(check_plan_budget(index, out, mem, budget, nullptr), 0u);
+    return out;
+  }
+  // The replay of plan `p` (moves recorded) on `m`, or on this memory system.
+  SimResult eval(const Plan& p, uint64_t budget = 0, const MemorySystem* m = nullptr) const {
+    SimOptions opt;
+    opt.budget_bytes = budget;
+    opt.record_moves = true;
+    SimResult r;
+    std::string err;
+    EXPECT_TRUE(simulate_plan(index, p, m ? *m : mem, opt, &r, &err)) << err;
+    return r;
+  }
+  double step_ns(const Plan& p) const { return eval(p).step_ns; }
+  double all_dram_ns() const { return static_cast<double>(index.step_ns()); }
+};
+
+}  // namespace sentinel::test

@@ -31,23 +31,9 @@ import sys
 import tempfile
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-
-
-def fake_two_node_sysfs(root):
-    """The same faked /sys tree the tests use (tests/torch/ddp_ranks.py): node 1 is memory-only."""
-    node = os.path.join(root, "devices", "system", "node")
-    for i in (0, 1):
-        d = os.path.join(node, f"node{i}")
-        os.makedirs(d, exist_ok=True)
-        with open(os.path.join(d, "meminfo"), "w") as f:
-            f.write(f"Node {i} MemTotal:       8000000 kB\nNode {i} MemFree:        7000000 kB\n")
-        with open(os.path.join(d, "cpulist"), "w") as f:
-            f.write("0-1\n" if i == 0 else "\n")
-        with open(os.path.join(d, "distance"), "w") as f:
-            f.write("10 30\n" if i == 0 else "30 10\n")
-    with open(os.path.join(node, "online"), "w") as f:
-        f.write("0-1\n")
-    return root
+sys.path.insert(0, os.path.join(ROOT, "tests", "torch"))
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+from ddp_ranks import fake_two_node_sysfs  # noqa: E402  the faked /sys tree the tests use
 
 
 def thread_files(prefix):

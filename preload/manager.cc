@@ -598,6 +598,13 @@ void manager_tick(const LiveObjects&) noexcept {
   }
 }
 
+bool manager_lets_quiet_events_wait() noexcept {
+  if (!g_manager_live.load(std::memory_order_acquire)) return false;
+  std::lock_guard<std::mutex> lock(g_report_mu);
+  const Manager* m = g_manager;
+  return m != nullptr && m->stage == Stage::kManaged && m->executor->plan() != nullptr && !m->executor->moves_waiting();
+}
+
 void manager_on_move_finished(uint32_t slot, uint32_t generation, uint8_t to_pool, bool moved) noexcept {
   if (!g_manager_live.load(std::memory_order_acquire)) return;
   g_completions.push(Completion{slot, generation, to_pool, moved, now_ns()});

@@ -35,6 +35,10 @@ bool manager_configure(bool tiered, char* message, size_t cap) noexcept;
 void manager_on_event(const ObjectEvent& e, const LiveObjects& live) noexcept;
 // After each dispatcher pass: move completions, planning when a profile is ready.
 void manager_tick(const LiveObjects& live) noexcept;
+// Whether allocation events at which the plan in force has nothing to do may reach the executor later (with
+// the next event that wakes the service thread): a plan is in force and no move waits for room (a waiting
+// move is retried at every event).
+bool manager_lets_quiet_events_wait() noexcept;
 void manager_on_move_finished(uint32_t slot, uint32_t generation, uint8_t to_pool, bool moved) noexcept;
 void manager_at_exit() noexcept;
 

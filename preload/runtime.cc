@@ -23,6 +23,11 @@ constexpr uint32_t kOwnFrames = 0;
 // class has its own cache) would otherwise return and re-fault memory at every turn. Measured with
 // bench/preload (large_touch: 2.35x glibc's time with 64 MiB, 0.07x with 256 MiB).
 constexpr uint64_t kMinCacheBytes = 256ull << 20;
+// While a plan runs, allocation events at which it has nothing to do do not wake the service thread (a
+// futex wake and a switch to that thread per allocation was most of managed mode's cost per event in the
+// two-node guest: docs/results.md); the next event that wakes it takes them along, in order, and at most
+// this many wait.
+constexpr uint32_t kQuietEventsPerWake = 32;
 
 thread_local int t_inside __attribute__((tls_model("initial-exec"))) = 0;
 
@@ -39,6 +44,14 @@ class ReentrancyGuard {
 
 inline bool is_object_request(size_t size) noexcept {
   return size >= g_state.threshold.load(std::memory_order_relaxed) && !ReentrancyGuard::inside();
+}
+
+// Read after the event is filled. The fence pairs with the service thread's, which withdraws the flag
+// before it looks at the ring once more (service.cc): either this sees the flag withdrawn and wakes it, or
+// that look finds the event.
+inline bool quiet_events_may_wait() noexcept {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  return g_state.quiet_events_wait.load(std::memory_order_relaxed);
 }
 
 inline bool is_power_of_two(size_t v) noexcept { return v != 0 && (v & (v - 1)) == 0; }
@@ -77,6 +90,7 @@ struct ClockReading {
   uint64_t relocks = 0;
   place::Want want = place::Want::kAny;
   uint64_t ticket = EventRing::kNoTicket;  // reserved object event, filled once the extent exists
+  bool quiet = false;                      // the event may wait for the next wake-up (kQuietEventsPerWake)
   bool announce = false;
   bool explicit_marks = false;
 };
@@ -102,6 +116,8 @@ ClockReading read_clock(State& s, uint64_t site, uint64_t size) noexcept {
   const manage::BirthDecision birth = s.births.decide(c.step, c.event, c.period, c.tag);
   c.want = want_of(birth.want);
   if (birth.deviated_now) s.counters.plan_deviations.fetch_add(1, std::memory_order_relaxed);
+  c.quiet = birth.quiet && ++s.quiet_unannounced < kQuietEventsPerWake;
+  if (!c.quiet) s.quiet_unannounced = 0;
   if (s.events_enabled.load(std::memory_order_relaxed)) c.ticket = s.events.reserve();
   if (s.detector.locked() != s.announced_period || s.detector.relocks() != s.announced_relocks) {
     s.announced_period = s.detector.locked();
@@ -165,7 +181,7 @@ __attribute__((noinline)) void* alloc_object(size_t size, size_t align, bool* ze
   s.counters.live_objects.fetch_add(1, std::memory_order_relaxed);
   update_peak(s.counters.live_bytes.fetch_add(size, std::memory_order_relaxed) + size);
   if (c.announce) announce_period(c.period, c.explicit_marks, c.relocks);
-  if (c.ticket != EventRing::kNoTicket) wake_service();
+  if (c.ticket != EventRing::kNoTicket && !(c.quiet && quiet_events_may_wait())) wake_service();
   return reinterpret_cast<void*>(r.start);
 }
 

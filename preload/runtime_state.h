@@ -79,6 +79,10 @@ struct State {
   std::atomic<bool> events_enabled{false};
   EventRing events;
   std::atomic<uint32_t> service_wake{0};  // futex word: bumped to wake the service thread
+  // Managed mode, set by the service thread: a plan is in force and no move waits for room, so an event at
+  // which the plan has nothing to do (BirthDecision::quiet) need not wake it (runtime.cc, read_clock).
+  std::atomic<bool> quiet_events_wait{false};
+  uint32_t quiet_unannounced = 0;  // quiet events since the last wake-up; guarded by clock_lock
 };
 
 extern constinit State g_state;

@@ -59,6 +59,14 @@ void* service_main(void*) {
   while (g_running.load(std::memory_order_relaxed)) {
     const uint32_t seen = g_state.service_wake.load(std::memory_order_acquire);
     dispatch_pass();
+    // Quiet allocation events may wait for a later wake-up only while the manager has nothing to do at
+    // them (runtime.cc). When that ends, an event filled while the flag still said so may not have woken
+    // this thread: one more pass after the fence takes it (see quiet_events_may_wait).
+    const bool may_wait = manager_lets_quiet_events_wait();
+    if (g_state.quiet_events_wait.exchange(may_wait, std::memory_order_seq_cst) && !may_wait) {
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      dispatch_pass();
+    }
     status_publish(false);
     flush_deferred();
     recover_dead_ranks();

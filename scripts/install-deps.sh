@@ -25,6 +25,8 @@ packages=(
   chromium fonts-dejavu-core fontconfig
   # The two-node NUMA guest (scripts/numa-guest.sh).
   qemu-system-x86 busybox-static cpio
+  # Instruction counts without a PMU: bench/manage/event_cost.py (callgrind and its client requests).
+  valgrind
 )
 
 sudo_cmd=()

@@ -49,6 +49,10 @@ def main():
     p.add_argument("--placement", default="unnamed")
     p.add_argument("--host", action="store_true", help="no slow-tier counters (host calibration run)")
     p.add_argument("--out-dir", required=True)
+    p.add_argument("--callgrind-window", metavar="LIB:FIRST:LAST",
+                   help="under valgrind --tool=callgrind --instr-atstart=no: count instructions from step FIRST "
+                        "to step LAST (inclusive) of each workload, with LIB = libsentinel_callgrind_window.so "
+                        "(bench/manage/event_cost.py)")
     args = p.parse_args()
     names = args.workloads.split(",")
     for name in names:
@@ -80,8 +84,15 @@ def run_workload(name, args, meter):
     loss_fn = nn.CrossEntropyLoss()
     gen = torch.Generator().manual_seed(1235)
 
+    window = None
+    if args.callgrind_window:
+        import ctypes
+        lib, first, last = args.callgrind_window.rsplit(":", 2)
+        window = (ctypes.CDLL(lib), int(first), int(last))
     steps = []
     for step in range(args.steps):
+        if window and step == window[1]:
+            window[0].sentinel_callgrind_start()
         before = meter.read() if meter else None
         migrated0 = pages_migrated()
         t0 = time.perf_counter()
@@ -98,6 +109,8 @@ def run_workload(name, args, meter):
         if meter:
             record.update(meter.delta(before, meter.read()))
         steps.append(record)
+        if window and step == window[2]:
+            window[0].sentinel_callgrind_dump()
         print(f"{name} {args.placement} step {step}: host {host_s:.2f} s"
               + (f", virtual {record['virtual_ns'] / 1e6:.2f} ms, slow misses "
                  f"{record['slow_read_misses'] + record['slow_write_misses']}" if meter else ""),

@@ -11,7 +11,11 @@ void BirthTable::build(const CompiledPlan& plan, int64_t first_step) {
   period_ = plan.period();
   first_step_ = first_step;
   expected_.resize(period_);
-  for (uint32_t k = 0; k < period_; ++k) expected_[k] = plan.expected_tag(k);
+  acts_.assign(period_, 0);
+  for (uint32_t k = 0; k < period_; ++k) {
+    expected_[k] = plan.expected_tag(k);
+    acts_[k] = k == 0 || !plan.moves_at(k).empty();
+  }
   uint64_t size = 16;
   while (size < 2 * plan.objects().size()) size *= 2;
   slots_.assign(size, Slot{});
@@ -36,7 +40,11 @@ BirthDecision BirthGate::decide(int64_t step, uint32_t event, uint32_t period, u
   BirthDecision d;
   const BirthTable* t = current();
   if (step == deviated_step_ && event == 0) deviated_step_ = -1;  // the detector began the step again
-  if (t == nullptr || step < t->first_step() || period != t->period() || step == deviated_step_) return d;
+  if (t == nullptr || step < t->first_step() || period != t->period()) return d;
+  if (step == deviated_step_) {
+    d.quiet = true;  // the executor issues nothing more in this step
+    return d;
+  }
   const uint64_t expected = t->expected_tag(event);
   tag = plan_tag(tag, expected);
   if (event >= t->period() || (expected != 0 && expected != tag)) {
@@ -45,6 +53,7 @@ BirthDecision BirthGate::decide(int64_t step, uint32_t event, uint32_t period, u
     return d;
   }
   d.want = t->lookup(tag);
+  d.quiet = !t->acts_at(event);
   return d;
 }
 

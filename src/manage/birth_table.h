@@ -35,6 +35,9 @@ class BirthTable {
   uint64_t expected_tag(uint32_t event) const noexcept { return event < period_ ? expected_[event] : 0; }
   // kFirstTouch for a tag the plan does not know.
   BirthWant lookup(uint64_t tag) const noexcept;
+  // Whether the executor has work of the plan's at this event: moves, or the step's start (event 0, where it
+  // catches persistent objects up). Events past the period count as acting.
+  bool acts_at(uint32_t event) const noexcept { return event >= period_ || acts_[event] != 0; }
 
  private:
   struct Slot {
@@ -45,12 +48,17 @@ class BirthTable {
   int64_t first_step_ = 0;
   uint64_t mask_ = 0;
   std::vector<uint64_t> expected_;
+  std::vector<uint8_t> acts_;  // by event
   std::vector<Slot> slots_;  // open addressing, power-of-two size, at most half full
 };
 
 struct BirthDecision {
   BirthWant want = BirthWant::kFirstTouch;
   bool deviated_now = false;  // this event is where the step left the plan
+  // The plan is in force and has nothing to do at this event (no move, not a step's start, not where the
+  // step leaves the plan; or the step already left it): the executor may see the event later, in order
+  // with others, without changing what it does. False whenever no table applies.
+  bool quiet = false;
 };
 
 class BirthGate {

@@ -76,6 +76,7 @@ void PlanExecutor::issue(Live& o, Tier to, bool reconcile) {
     o.moving_to = to;
     ++stats_.moves_issued;
     if (reconcile) ++stats_.reconcile_moves;
+    observer_->on_object_changed(o.ref, o.tag, true, o.tier, true);
     observer_->on_move_issued(step_, phase_, o.tag, to);
     return;
   }
@@ -100,6 +101,7 @@ void PlanExecutor::retry_waiting() {
     o.moving = true;
     o.moving_to = w.to;
     ++stats_.moves_issued;
+    observer_->on_object_changed(o.ref, o.tag, true, o.tier, true);
     observer_->on_move_issued(step_, phase_, o.tag, w.to);
   }
 }
@@ -151,6 +153,7 @@ void PlanExecutor::on_alloc(ObjectRef ref, uint64_t tag, uint64_t bytes, Tier ti
   o.tier = tier;
   live_[ref.key()] = o;
   by_tag_[tag] = ref.key();
+  observer_->on_object_changed(ref, tag, true, tier, false);
   if (!step_managed_ || step_deviated_ || step != step_) return;
 
   // A step longer than the plan's (the detector counts on while it waits for the step's end) or with
@@ -184,6 +187,7 @@ void PlanExecutor::on_free(ObjectRef ref) {
   if (it == live_.end()) return;
   auto t = by_tag_.find(it->second.tag);
   if (t != by_tag_.end() && t->second == ref.key()) by_tag_.erase(t);
+  observer_->on_object_changed(ref, it->second.tag, false, it->second.tier, false);
   live_.erase(it);
   if (step_managed_ && !step_deviated_) retry_waiting();  // its bytes may be the room a waiting move needs
 }
@@ -195,6 +199,7 @@ void PlanExecutor::on_move_done(ObjectRef ref, Tier to, bool moved) {
     o.moving = false;
     if (moved) o.tier = to;
     o.failures = moved ? 0 : o.failures + 1;
+    observer_->on_object_changed(o.ref, o.tag, true, o.tier, false);
     observer_->on_move_finished(step_, phase_, o.tag, to, moved);
   }
   if (moved) {

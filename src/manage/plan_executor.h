@@ -62,6 +62,9 @@ class ExecutionObserver {
   virtual void on_move_issued(int64_t /*step*/, uint32_t /*phase*/, uint64_t /*tag*/, Tier /*to*/) {}
   virtual void on_move_finished(int64_t /*step*/, uint32_t /*phase*/, uint64_t /*tag*/, Tier /*to*/, bool /*moved*/) {}
   virtual void on_deviation(int64_t /*step*/, uint32_t /*event*/) {}
+  // A live object's state changed: born (live), freed (!live), a move issued (moving) or ended. `tier` is
+  // where it is by completed moves.
+  virtual void on_object_changed(ObjectRef /*ref*/, uint64_t /*tag*/, bool /*live*/, Tier /*tier*/, bool /*moving*/) {}
 };
 
 struct ExecutorStats {
@@ -112,6 +115,8 @@ class PlanExecutor {
   bool tier_of(uint64_t tag, Tier* tier, bool* moving) const;
   // Whether a move of the live object with this tag waits in the executor's queue (refused so far).
   bool move_waiting(uint64_t tag) const;
+  // Whether any move waits (it is retried at every event).
+  bool moves_waiting() const { return !waiting_.empty(); }
   // fn(ObjectRef, tag, bytes, tier, moving) for every live object, in no particular order.
   template <typename Fn>
   void for_each_live(Fn fn) const {

@@ -2,6 +2,7 @@
 
 #include "plan/tag_text.h"
 
+#include <algorithm>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -23,8 +24,52 @@ bool parse_tags(const nlohmann::json& v, std::vector<uint64_t>* out) {
   return true;
 }
 
+// Tags kept in phase records over the whole timeline, at most: a delta record of a few bytes copies its
+// step's previous state, so without a cap a short hostile file could cost memory quadratic in its length.
+// A real recording stays far below (an 80-object step of 81 phases: about 6,600 per step).
+constexpr uint64_t kMaxPhaseTags = uint64_t{1} << 24;
+
+// What parsing has seen so far besides the timeline itself.
+struct ParseState {
+  bool header = false;
+  uint32_t version = 0;
+  const ExecutedStep::PhaseState* previous = nullptr;  // the current step's latest phase record
+  uint64_t phase_tags = 0;
+};
+
+// Removes one occurrence of every tag in `v` from `list`; false when one is not there.
+bool remove_each(const nlohmann::json& v, std::vector<uint64_t>* list) {
+  std::vector<uint64_t> tags;
+  if (!parse_tags(v, &tags)) return false;
+  for (uint64_t t : tags) {
+    auto it = std::find(list->begin(), list->end(), t);
+    if (it == list->end()) return false;
+    *it = list->back();
+    list->pop_back();
+  }
+  return true;
+}
+
+// A version-2 delta record: the step's previous phase state, less the objects that left each list, plus
+// those that joined it.
+bool apply_delta(const nlohmann::json& j, const ExecutedStep::PhaseState& previous, ExecutedStep::PhaseState* p,
+                 const std::function<bool(const std::string&)>& bad) {
+  *p = previous;
+  if (!remove_each(j.value("left_fast", nlohmann::json::array()), &p->fast) ||
+      !remove_each(j.value("left_slow", nlohmann::json::array()), &p->slow) ||
+      !remove_each(j.value("left_moving", nlohmann::json::array()), &p->moving)) {
+    return bad("left_fast, left_slow and left_moving must be arrays of \"0x...\" tags the previous phase lists");
+  }
+  if (!parse_tags(j.value("fast", nlohmann::json::array()), &p->fast) ||
+      !parse_tags(j.value("slow", nlohmann::json::array()), &p->slow) ||
+      !parse_tags(j.value("moving", nlohmann::json::array()), &p->moving)) {
+    return bad("fast, slow and moving must be arrays of \"0x...\" tags");
+  }
+  return true;
+}
+
 // One record; throws (nlohmann type errors, bad_alloc) on what it does not check itself.
-bool parse_record(const std::string& line, ExecutedTimeline* out, bool* header,
+bool parse_record(const std::string& line, ExecutedTimeline* out, ParseState* ps,
                   const std::function<bool(const std::string&)>& bad) {
   const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
   if (j.is_discarded() || !j.is_object() || !j.contains("type") || !j["type"].is_string()) {
@@ -35,9 +80,10 @@ bool parse_record(const std::string& line, ExecutedTimeline* out, bool* header,
     // Types checked before any conversion: a float converted to an integer out of range is undefined.
     const auto format = j.find("format"), version = j.find("version");
     if (format == j.end() || !format->is_string() || *format != "sentinel-timeline" || version == j.end() ||
-        !version->is_number_unsigned() || version->get<uint64_t>() != 1) {
-      return bad("not a sentinel-timeline of version 1");
+        !version->is_number_unsigned() || version->get<uint64_t>() < 1 || version->get<uint64_t>() > 2) {
+      return bad("not a sentinel-timeline of version 1 or 2");
     }
+    ps->version = version->get<uint32_t>();
     if (j.contains("policy") && !j["policy"].is_string()) return bad("\"policy\" must be a string");
     if (j.contains("budget_bytes") && !j["budget_bytes"].is_number_unsigned()) {
       return bad("\"budget_bytes\" must be a non-negative integer");
@@ -49,16 +95,17 @@ bool parse_record(const std::string& line, ExecutedTimeline* out, bool* header,
     out->period = j["period"].get<uint32_t>();
     out->policy = j.value("policy", "");
     out->budget_bytes = j.value("budget_bytes", uint64_t{0});
-    *header = true;
+    ps->header = true;
     return true;
   }
-  if (!*header) return bad("the header must come first");
+  if (!ps->header) return bad("the header must come first");
   if (!j.contains("step") || !j["step"].is_number_integer()) return bad("\"step\" must be an integer");
   const int64_t step = j["step"];
   if (type == "step") {
     ExecutedStep s;
     s.step = step;
     out->steps.push_back(std::move(s));
+    ps->previous = nullptr;
     return true;
   }
   if (out->steps.empty() || out->steps.back().step != step) return bad("a record of a step that was not begun");
@@ -72,13 +119,25 @@ bool parse_record(const std::string& line, ExecutedTimeline* out, bool* header,
   }
   const uint32_t phase = j["phase"];
   if (type == "phase") {
-    ExecutedStep::PhaseState& p = s.phases[phase];
-    p = {};
-    if (!parse_tags(j.value("fast", nlohmann::json::array()), &p.fast) ||
-        !parse_tags(j.value("slow", nlohmann::json::array()), &p.slow) ||
-        !parse_tags(j.value("moving", nlohmann::json::array()), &p.moving)) {
+    const auto delta = j.find("delta");
+    if (delta != j.end() && !delta->is_boolean()) return bad("\"delta\" must be true or false");
+    ExecutedStep::PhaseState p;
+    if (delta != j.end() && delta->get<bool>()) {
+      if (ps->version < 2) return bad("a delta phase record in a timeline of version 1");
+      if (ps->previous == nullptr) return bad("a delta phase record with no phase record before it in its step");
+      if (!apply_delta(j, *ps->previous, &p, bad)) return false;
+    } else if (!parse_tags(j.value("fast", nlohmann::json::array()), &p.fast) ||
+               !parse_tags(j.value("slow", nlohmann::json::array()), &p.slow) ||
+               !parse_tags(j.value("moving", nlohmann::json::array()), &p.moving)) {
       return bad("fast, slow and moving must be arrays of \"0x...\" tags");
     }
+    ps->phase_tags += p.fast.size() + p.slow.size() + p.moving.size();
+    if (ps->phase_tags > kMaxPhaseTags) {
+      return bad("more than " + std::to_string(kMaxPhaseTags) + " tags in the phase records");
+    }
+    ExecutedStep::PhaseState& kept = s.phases[phase];
+    kept = std::move(p);
+    ps->previous = &kept;
   } else if (type == "move") {
     TimelineMove m;
     m.phase = phase;
@@ -108,7 +167,7 @@ bool parse_timeline(std::istream& in, ExecutedTimeline* out, std::string* error)
   *out = ExecutedTimeline{};
   std::string line;
   size_t n = 0;
-  bool header = false;
+  ParseState state;
   auto bad = [&](const std::string& why) {
     *error = "timeline line " + std::to_string(n) + ": " + why;
     return false;
@@ -117,12 +176,12 @@ bool parse_timeline(std::istream& in, ExecutedTimeline* out, std::string* error)
     while (std::getline(in, line)) {
       ++n;
       if (line.empty()) continue;
-      if (!parse_record(line, out, &header, bad)) return false;
+      if (!parse_record(line, out, &state, bad)) return false;
     }
   } catch (const std::exception& e) {  // a field of the wrong type, or out of memory
     return bad(std::string("malformed record (") + e.what() + ")");
   }
-  if (!header) {
+  if (!state.header) {
     *error = "timeline: no header (an empty file?)";
     return false;
   }

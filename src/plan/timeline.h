@@ -1,5 +1,6 @@
-// The executed timeline of managed mode (SENTINEL_TIMELINE; docs/timeline-format.md), read back so that
-// what ran can be put through the cost model next to what was planned (`sentinel replay --timeline`).
+// The executed timeline of managed mode (SENTINEL_TIMELINE; docs/timeline-format.md, versions 1 and 2; a
+// version-2 delta phase record is read back into the whole state it describes), read back so that what ran
+// can be put through the cost model next to what was planned (`sentinel replay --timeline`).
 //
 // Thread safety: plain values and pure functions.
 #pragma once

@@ -71,6 +71,34 @@ TEST_F(BirthTableTest, ADeviationMakesTheRestOfTheStepFirstTouch) {
   EXPECT_FALSE(gate_.decide(12, 1, 4, 0xb).deviated_now);
 }
 
+// The allocation path lets the service thread see an event later only when the executor has nothing of the
+// plan's to do there.
+TEST_F(BirthTableTest, OnlyEventsWithoutPlannedWorkAreQuiet) {
+  Plan plan;
+  plan.period = 4;
+  plan.events.assign(4, {});
+  plan.birth_tier[0xa] = Tier::kFast;
+  plan.events[2] = {{0xa, MoveKind::kEvict}};
+  CompiledPlan compiled;
+  std::string error;
+  ASSERT_TRUE(compiled.compile(plan, index_, same, &error)) << error;
+  BirthTable table;
+  table.build(compiled, 10);
+  BirthGate gate;
+  EXPECT_FALSE(gate.decide(10, 1, 4, 0xb).quiet);  // no table yet
+  gate.publish(&table);
+  EXPECT_FALSE(gate.decide(9, 1, 4, 0xb).quiet);   // before the plan's first step
+  EXPECT_FALSE(gate.decide(10, 1, 5, 0xb).quiet);  // another period
+  EXPECT_FALSE(gate.decide(10, 0, 4, 0xa).quiet);  // a step's start: persistent objects are caught up
+  EXPECT_TRUE(gate.decide(10, 1, 4, 0xb).quiet);
+  EXPECT_FALSE(gate.decide(10, 2, 4, 0xc).quiet);  // the eviction
+  EXPECT_TRUE(gate.decide(10, 3, 4, 0xd).quiet);
+  const BirthDecision leaves = gate.decide(11, 1, 4, 0xeeee);
+  EXPECT_TRUE(leaves.deviated_now);
+  EXPECT_FALSE(leaves.quiet);                      // the executor leaves the plan here
+  EXPECT_TRUE(gate.decide(11, 2, 4, 0xc).quiet);   // nothing more is issued in that step
+}
+
 }  // namespace
 }  // namespace sentinel::manage
 

@@ -76,7 +76,7 @@ TEST(Timeline, TheExecutedStepIsAPlanTheCostModelReplays) {
 
 TEST(Timeline, RejectsMalformedLinesNamingThem) {
   for (const char* bad : {"", "{\"type\":\"step\",\"step\":1}",
-                          "{\"type\":\"header\",\"format\":\"sentinel-timeline\",\"version\":2,\"period\":3}",
+                          "{\"type\":\"header\",\"format\":\"sentinel-timeline\",\"version\":3,\"period\":3}",
                           "{\"type\":\"header\",\"format\":\"sentinel-timeline\",\"version\":1,\"period\":3}\n"
                           "{\"type\":\"phase\",\"step\":1,\"phase\":0}",
                           "{\"type\":\"header\",\"format\":\"sentinel-timeline\",\"version\":1,\"period\":3}\n"
@@ -128,6 +128,75 @@ TEST(Timeline, AHugePeriodCostsMemoryByRecordsNotByPeriod) {
   ASSERT_EQ(t.steps.size(), 1000u);
   EXPECT_EQ(t.steps.back().phases.size(), 1u);
   EXPECT_EQ(t.steps.back().phases.at(16777215).fast, std::vector<uint64_t>{1});
+}
+
+// Version 2: after a step's first phase record, a record may list only what changed since the step's
+// previous one.
+constexpr const char* kDeltaTimeline = R"({"type":"header","format":"sentinel-timeline","version":2,"period":3,"policy":"sentinel","budget_bytes":5000}
+{"type":"step","step":7,"t_ns":100}
+{"type":"phase","step":7,"phase":0,"t_ns":100,"fast":["0x000000000000000a"],"slow":["0x000000000000000b"],"moving":[]}
+{"type":"phase","step":7,"phase":1,"t_ns":200,"delta":true}
+{"type":"move","step":7,"phase":1,"t_ns":201,"tag":"0x000000000000000a","to":"slow","what":"issued"}
+{"type":"move","step":7,"phase":1,"t_ns":250,"tag":"0x000000000000000a","to":"slow","what":"done"}
+{"type":"phase","step":7,"phase":2,"t_ns":300,"delta":true,"left_fast":["0x000000000000000a"],"slow":["0x000000000000000a","0x000000000000000c"]}
+{"type":"step","step":8,"t_ns":400}
+{"type":"phase","step":8,"phase":0,"t_ns":400,"fast":["0x000000000000000b"]}
+)";
+
+TEST(Timeline, DeltaPhaseRecordsReadBackAsWholeStates) {
+  std::istringstream in(kDeltaTimeline);
+  ExecutedTimeline t;
+  std::string error;
+  ASSERT_TRUE(parse_timeline(in, &t, &error)) << error;
+  ASSERT_EQ(t.steps.size(), 2u);
+  const auto& phases = t.steps[0].phases;
+  ASSERT_EQ(phases.size(), 3u);
+  EXPECT_EQ(phases.at(1).fast, std::vector<uint64_t>{0xa});
+  EXPECT_EQ(phases.at(1).slow, std::vector<uint64_t>{0xb});
+  EXPECT_TRUE(phases.at(2).fast.empty());
+  EXPECT_EQ(phases.at(2).slow, (std::vector<uint64_t>{0xb, 0xa, 0xc}));
+  EXPECT_EQ(t.steps[1].phases.at(0).fast, std::vector<uint64_t>{0xb});
+  EXPECT_TRUE(t.steps[1].phases.at(0).slow.empty());
+}
+
+TEST(Timeline, RejectsDeltasWithoutTheirBase) {
+  const std::string v2 = "{\"type\":\"header\",\"format\":\"sentinel-timeline\",\"version\":2,\"period\":3}\n"
+                         "{\"type\":\"step\",\"step\":1}\n";
+  const std::string full = "{\"type\":\"phase\",\"step\":1,\"phase\":0,\"fast\":[\"0x1\"]}\n";
+  for (const std::string& bad :
+       {// a delta in a version-1 timeline
+        std::string("{\"type\":\"header\",\"format\":\"sentinel-timeline\",\"version\":1,\"period\":3}\n"
+                    "{\"type\":\"step\",\"step\":1}\n") + full +
+            "{\"type\":\"phase\",\"step\":1,\"phase\":1,\"delta\":true}",
+        // no phase record before it in its step (the previous step's does not count)
+        v2 + "{\"type\":\"phase\",\"step\":1,\"phase\":0,\"delta\":true}",
+        v2 + full + "{\"type\":\"step\",\"step\":2}\n{\"type\":\"phase\",\"step\":2,\"phase\":1,\"delta\":true}",
+        // an object leaves a list it is not on
+        v2 + full + "{\"type\":\"phase\",\"step\":1,\"phase\":1,\"delta\":true,\"left_slow\":[\"0x1\"]}",
+        v2 + full + "{\"type\":\"phase\",\"step\":1,\"phase\":1,\"delta\":1}"}) {
+    std::istringstream in(bad);
+    ExecutedTimeline t;
+    std::string error;
+    EXPECT_FALSE(parse_timeline(in, &t, &error)) << bad;
+    EXPECT_NE(error.find("timeline line"), std::string::npos) << error;
+  }
+}
+
+// A delta of a few bytes copies its step's state: the tags kept over the whole timeline are capped, so a
+// short hostile file cannot cost memory quadratic in its length.
+TEST(Timeline, DeltaCopiesAreCapped) {
+  std::string text = "{\"type\":\"header\",\"format\":\"sentinel-timeline\",\"version\":2,\"period\":16777216}\n"
+                     "{\"type\":\"step\",\"step\":1}\n{\"type\":\"phase\",\"step\":1,\"phase\":0,\"fast\":[";
+  for (int i = 0; i < 20000; ++i) text += std::string(i ? "," : "") + "\"0x1\"";
+  text += "]}\n";
+  for (int phase = 1; phase < 2000; ++phase) {
+    text += "{\"type\":\"phase\",\"step\":1,\"phase\":" + std::to_string(phase) + ",\"delta\":true}\n";
+  }
+  std::istringstream in(text);
+  ExecutedTimeline t;
+  std::string error;
+  EXPECT_FALSE(parse_timeline(in, &t, &error));
+  EXPECT_NE(error.find("tags in the phase records"), std::string::npos) << error;
 }
 
 }  // namespace

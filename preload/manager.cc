@@ -13,6 +13,7 @@
 #include "core/output_file.h"
 #include "logging.h"
 #include "os/os.h"
+#include "os/resident.h"
 #include "manage/birth_table.h"
 #include "manage/compiled_plan.h"
 #include "manage/plan_executor.h"
@@ -551,6 +552,8 @@ bool manager_configure(bool tiered, char* message, size_t cap) noexcept {
       g_state.config.mode = Mode::kTrack;
       return true;
     }
+    // Resident now, not page by page until the ring first wraps (os/resident.h, as the event ring).
+    os::make_resident(&g_completions, sizeof g_completions);
     g_manager_live.store(true, std::memory_order_release);
     return true;
   } catch (...) {

@@ -7,6 +7,8 @@
 // in use (mallinfo2: the loop itself makes no small allocations, so growth there is Sentinel's own).
 //
 //   soak_program STEPS [WARMUP_STEPS]
+// With SOAK_PROC_DIR set, copies /proc/self/{status,smaps,numa_maps} to DIR/<step>.<file> after the
+// first step, at the end of warm-up, half-way and after the last step (to find which mapping grows).
 // prints one line per metric: "slope <metric> <per-step slope after warm-up> first=<v> last=<v>",
 // the slope fitted by least squares over the steps after warm-up (default: the first quarter).
 #include <dlfcn.h>
@@ -59,6 +61,21 @@ uint64_t maps_lines() {
   return lines;
 }
 
+// Copies /proc/self/<name> to <dir>/<step>.<name> (no allocation: the copy must not disturb the run).
+void copy_proc_file(const char* dir, long step, const char* name) {
+  char src[64], dst[512];
+  std::snprintf(src, sizeof src, "/proc/self/%s", name);
+  std::snprintf(dst, sizeof dst, "%s/%ld.%s", dir, step, name);
+  const int in = open(src, O_RDONLY | O_CLOEXEC);
+  const int out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  static char buf[1 << 16];
+  ssize_t n;
+  while (in >= 0 && out >= 0 && (n = read(in, buf, sizeof buf)) > 0)
+    if (write(out, buf, static_cast<size_t>(n)) != n) break;
+  if (in >= 0) close(in);
+  if (out >= 0) close(out);
+}
+
 struct Sample {
   double rss, maps, extents, malloc_bytes;
 };
@@ -98,6 +115,7 @@ int main(int argc, char** argv) {
     optimizer[l] = filled(size_t{2} << 20, l);
   }
   void* activations[kLayers];
+  const char* proc_dir = std::getenv("SOAK_PROC_DIR");
   uint64_t checksum = 0;
   for (long step = 0; step < steps; ++step) {
     void* batch = filled((size_t{512} << 10) + static_cast<size_t>(step % 7) * (40 << 10), int(step));
@@ -120,6 +138,8 @@ int main(int argc, char** argv) {
     samples[static_cast<size_t>(step)] =
         Sample{static_cast<double>(resident_bytes()), static_cast<double>(maps_lines()),
                static_cast<double>(f.extents), static_cast<double>(m.uordblks + m.hblkhd)};
+    if (proc_dir != nullptr && (step == 0 || step == warmup || step == (warmup + steps) / 2 || step == steps - 1))
+      for (const char* name : {"status", "smaps", "numa_maps"}) copy_proc_file(proc_dir, step, name);
   }
   for (int l = 0; l < kLayers; ++l) {
     std::free(weights[l]);

@@ -86,6 +86,8 @@ def main():
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--features", type=int, default=64)
     p.add_argument("--width", type=int, default=256)
+    p.add_argument("--proc-dir", help="copy /proc/self/{status,smaps,numa_maps} here at the end of warm-up, "
+                   "half-way and at the end (bench/soak/smaps_diff.py compares them)")
     p.add_argument("--sample-every", type=int, default=25, help="steps between mallinfo2/smaps samples")
     args = p.parse_args()
     warmup = args.warmup if args.warmup is not None else args.steps // 4
@@ -103,8 +105,8 @@ def main():
     loss_fn = torch.nn.CrossEntropyLoss()
     gen = torch.Generator().manual_seed(99)
     # Preallocated, filled in place (no object per sample), so the sampling does not grow the process.
-    # rss (statm), rss (smaps_rollup), maps lines, extents per step
-    every = [array.array("q", bytes(8 * args.steps)) for _ in range(4)]
+    # rss (statm), rss (smaps_rollup), maps lines, extents, resident bytes of cached extents per step
+    every = [array.array("q", bytes(8 * args.steps)) for _ in range(5)]
     sparse_n = (args.steps - warmup + args.sample_every - 1) // args.sample_every
     sparse = [array.array("q", bytes(8 * sparse_n)) for _ in range(2)]  # malloc bytes, sentinel static rss
     digest = hashlib.sha256()
@@ -124,6 +126,11 @@ def main():
         every[1][step] = walked_resident_bytes()
         every[2][step] = maps_lines()
         every[3][step] = fp.extents
+        every[4][step] = fp.cached_resident_bytes
+        if args.proc_dir and step in (warmup, (warmup + args.steps) // 2, args.steps - 1):
+            for name in ("status", "smaps", "numa_maps"):
+                with open(f"/proc/self/{name}", "rb") as src, open(f"{args.proc_dir}/{step}.{name}", "wb") as dst:
+                    dst.write(src.read())
         if step % 100 == 0:
             print(f"step {step} {time.time() - start:.0f} s", file=sys.stderr, flush=True)
         if step >= warmup and (step - warmup) % args.sample_every == 0:
@@ -131,7 +138,7 @@ def main():
             sparse[0][(step - warmup) // args.sample_every] = m.uordblks + m.hblkhd
             sparse[1][(step - warmup) // args.sample_every] = sentinel_static_resident_bytes()
     for name, ys in (("resident_bytes", every[0]), ("walked_resident_bytes", every[1]), ("maps_lines", every[2]),
-                     ("heap_extents", every[3])):
+                     ("heap_extents", every[3]), ("cached_resident_bytes", every[4])):
         ys = ys[warmup:]
         print(f"slope {name} {slope(ys):.6f} first={ys[0]} last={ys[-1]}")
     for name, ys in (("malloc_bytes", sparse[0]), ("sentinel_static_resident_bytes", sparse[1])):

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Which mappings' resident memory changed between two /proc/PID/smaps copies (soak_program's
 SOAK_PROC_DIR files): prints kB of Rss, Anonymous and Private_Dirty per mapping that changed, and the
-VmRSS/RssAnon/RssFile/VmPTE change from the matching status copies when they are there.
+VmRSS/RssAnon/RssFile/VmPTE change from the matching status copies when they are there. A copy of smaps
+is a walk the kernel may pause and resume while other threads change the mappings (Sentinel's do): use
+it to find which mapping grew; the totals to trust are status's (VmRSS).
 
     bench/soak/smaps_diff.py DIR FIRST_STEP LAST_STEP
 """

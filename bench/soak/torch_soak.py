@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The soak with a real model: a small PyTorch MLP trained with SGD for many steps, run with
 libsentinel.so preloaded (in managed mode in the two-node guest), sampling after every step what must
-stay flat: resident bytes (/proc/self/statm, and the exact page-table walk of smaps_rollup), /proc/self/maps lines, the object heap's extents
+stay flat: resident bytes (/proc/self/statm), /proc/self/maps lines, the object heap's extents
 (sentinel_get_footprint) and, every SAMPLE_EVERY steps, the system allocator's bytes in use (mallinfo2:
 the whole process, Python, PyTorch and Sentinel) and the resident bytes of libsentinel.so's own
 mappings (its static state: rings, tables). Prints the least-squares slope per step of each after
@@ -38,16 +38,6 @@ PAGE = os.sysconf("SC_PAGE_SIZE")
 def resident_bytes():
     with open("/proc/self/statm", "rb") as f:
         return int(f.read().split()[1]) * PAGE
-
-
-def walked_resident_bytes():
-    """Rss of /proc/self/smaps_rollup: the page tables walked, exact (statm's count is the kernel's
-    running counter, which drifts by up to 64 pages per thread on kernels before 6.2)."""
-    with open("/proc/self/smaps_rollup", "rb") as f:
-        for line in f:
-            if line.startswith(b"Rss:"):
-                return int(line.split()[1]) * 1024
-    return 0
 
 
 def maps_lines():
@@ -105,8 +95,8 @@ def main():
     loss_fn = torch.nn.CrossEntropyLoss()
     gen = torch.Generator().manual_seed(99)
     # Preallocated, filled in place (no object per sample), so the sampling does not grow the process.
-    # rss (statm), rss (smaps_rollup), maps lines, extents, resident bytes of cached extents per step
-    every = [array.array("q", bytes(8 * args.steps)) for _ in range(5)]
+    # rss (statm), maps lines, extents, resident bytes of cached extents per step
+    every = [array.array("q", bytes(8 * args.steps)) for _ in range(4)]
     sparse_n = (args.steps - warmup + args.sample_every - 1) // args.sample_every
     sparse = [array.array("q", bytes(8 * sparse_n)) for _ in range(2)]  # malloc bytes, sentinel static rss
     digest = hashlib.sha256()
@@ -123,10 +113,9 @@ def main():
         if footprint_fn is not None:
             footprint_fn(ctypes.byref(fp))
         every[0][step] = resident_bytes()
-        every[1][step] = walked_resident_bytes()
-        every[2][step] = maps_lines()
-        every[3][step] = fp.extents
-        every[4][step] = fp.cached_resident_bytes
+        every[1][step] = maps_lines()
+        every[2][step] = fp.extents
+        every[3][step] = fp.cached_resident_bytes
         if args.proc_dir and step in (warmup, (warmup + args.steps) // 2, args.steps - 1):
             for name in ("status", "smaps", "numa_maps"):
                 with open(f"/proc/self/{name}", "rb") as src, open(f"{args.proc_dir}/{step}.{name}", "wb") as dst:
@@ -137,8 +126,8 @@ def main():
             m = libc.mallinfo2()
             sparse[0][(step - warmup) // args.sample_every] = m.uordblks + m.hblkhd
             sparse[1][(step - warmup) // args.sample_every] = sentinel_static_resident_bytes()
-    for name, ys in (("resident_bytes", every[0]), ("walked_resident_bytes", every[1]), ("maps_lines", every[2]),
-                     ("heap_extents", every[3]), ("cached_resident_bytes", every[4])):
+    for name, ys in (("resident_bytes", every[0]), ("maps_lines", every[1]), ("heap_extents", every[2]),
+                     ("cached_resident_bytes", every[3])):
         ys = ys[warmup:]
         print(f"slope {name} {slope(ys):.6f} first={ys[0]} last={ys[-1]}")
     for name, ys in (("malloc_bytes", sparse[0]), ("sentinel_static_resident_bytes", sparse[1])):

@@ -2,8 +2,10 @@
 // model's allocation pattern (persistent weights and optimizer state; per step, activations allocated
 // layer by layer in the forward pass and freed in reverse in the backward pass, gradients, a temporary
 // workspace per layer, and a batch whose size varies from step to step), with every buffer written.
-// After each step it samples what must stay flat: resident memory (statm, and smaps_rollup's exact
-// walk), /proc/self/maps lines (mbind can
+// After each step it samples what must stay flat: resident memory (statm: the kernel's counters; not a
+// walk of smaps or smaps_rollup, which is best-effort while another thread changes the mappings, as
+// Sentinel's do: the kernel drops mmap_lock when contended and resumes, and in the guest such a walk
+// read 21 MiB below statm and varied by MiBs from step to step), /proc/self/maps lines (mbind can
 // split mappings), the object heap's extents (sentinel_get_footprint) and the system allocator's bytes
 // in use (mallinfo2: the loop itself makes no small allocations, so growth there is Sentinel's own).
 //
@@ -53,22 +55,6 @@ uint64_t resident_bytes() {
   return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
 }
 
-// Rss of /proc/self/smaps_rollup: the kernel walks the page tables, so this is what is mapped now.
-// statm's count above is the kernel's running counter (kept in per-thread batches before Linux 6.2), which
-// in the two-node guest drifted away from the walk with pages moving (docs/reliability.md).
-uint64_t walked_resident_bytes() {
-  static char buf[4096];
-  const int fd = open("/proc/self/smaps_rollup", O_RDONLY | O_CLOEXEC);
-  const ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
-  if (fd >= 0) close(fd);
-  if (n <= 0) return 0;
-  buf[n] = '\0';
-  const char* rss = std::strstr(buf, "\nRss:");
-  unsigned long long kb = 0;
-  if (rss == nullptr || std::sscanf(rss, "\nRss: %llu", &kb) != 1) return 0;
-  return kb * 1024;
-}
-
 uint64_t maps_lines() {
   static char buf[1 << 16];
   const int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
@@ -97,7 +83,7 @@ void copy_proc_file(const char* dir, long step, const char* name) {
 }
 
 struct Sample {
-  double rss, walked_rss, maps, extents, malloc_bytes;
+  double rss, maps, extents, malloc_bytes;
 };
 
 // Least-squares slope of ys over x = 0, 1, 2, ...
@@ -197,8 +183,7 @@ int main(int argc, char** argv) {
     if (footprint != nullptr) footprint(&f);
     const struct mallinfo2 m = mallinfo2();
     samples[static_cast<size_t>(step)] =
-        Sample{static_cast<double>(resident_bytes()), static_cast<double>(walked_resident_bytes()),
-               static_cast<double>(maps_lines()),
+        Sample{static_cast<double>(resident_bytes()), static_cast<double>(maps_lines()),
                static_cast<double>(f.extents), static_cast<double>(m.uordblks + m.hblkhd)};
     if (proc_dir != nullptr && (step == 0 || step == warmup || step == (warmup + steps) / 2 || step == steps - 1))
       for (const char* name : {"status", "smaps", "numa_maps"}) copy_proc_file(proc_dir, step, name);
@@ -214,7 +199,6 @@ int main(int argc, char** argv) {
     double Sample::*field;
   };
   const Metric metrics[] = {{"resident_bytes", &Sample::rss},
-                            {"walked_resident_bytes", &Sample::walked_rss},
                             {"maps_lines", &Sample::maps},
                             {"heap_extents", &Sample::extents},
                             {"malloc_bytes", &Sample::malloc_bytes}};

@@ -16,9 +16,9 @@
 
 namespace {
 
-// 250 steps, 100 of them warm-up (in the guest the plan settles and the objects' pools with it by
-// step ~100): about 70 s in the TCG guest (CI's guest stage), a second on the host.
-constexpr int kSteps = 250;
+// 200 steps, 100 of them warm-up (in the guest the plan settles, and the objects' pools with it, by
+// step ~100): about 1 min in the TCG guest (CI's guest stage) on a loaded machine, a second on the host.
+constexpr int kSteps = 200;
 constexpr int kWarmup = 100;
 
 // Runs the program with the preload in `mode`; returns metric -> per-step slope after warm-up.
@@ -46,17 +46,14 @@ void expect_flat(const char* mode) {
   SCOPED_TRACE(output);
   std::fputs(output.c_str(), stdout);  // the slopes, in the log of every run
   ASSERT_NE(output.find("sentinel 1"), std::string::npos) << "the program did not run under Sentinel";
-  ASSERT_EQ(slopes.size(), 5u);
+  ASSERT_EQ(slopes.size(), 4u);
   const double window = kSteps - kWarmup;
   // No new extent and no new mapping after warm-up: less than one over the whole window.
   EXPECT_LT(slopes.at("heap_extents") * window, 1.0);
   EXPECT_LT(slopes.at("maps_lines") * window, 1.0);
-  // Resident memory, as the page-table walk counts it (smaps_rollup), below a page per step (the loop
-  // touches ~10 MiB per step, all of it freed). Not statm's count, the kernel's running counter (kept in
-  // per-thread batches before Linux 6.2): in the guest's 1,000-step run it rose 260 KiB and settled 2 MiB
-  // above the walk, a THP's worth, while the walk itself went down (docs/reliability.md); it is printed,
-  // not checked.
-  EXPECT_LT(slopes.at("walked_resident_bytes"), 4096.0);
+  // Resident memory: below a page per step (the loop touches ~10 MiB per step, all of it freed). statm's
+  // count (soak_program explains why not a walk of smaps_rollup).
+  EXPECT_LT(slopes.at("resident_bytes"), 4096.0);
   // The system allocator's bytes in use (Sentinel's own: the loop makes no small allocations).
   EXPECT_LT(slopes.at("malloc_bytes"), 64.0);
   // Pages moving (SOAK_MOVES=1, two nodes): most steps' moves were accepted and done.

@@ -6,6 +6,8 @@
 // Resident memory includes the runtime's rings, which are made resident when they are switched on
 // (os/resident.h): before that, the 3 MiB object-event ring grew resident memory by its records'
 // bytes per step (~5 KB here) until its first wrap, hundreds of steps in.
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -23,9 +25,11 @@ constexpr int kWarmup = 100;
 
 // Runs the program with the preload in `mode`; returns metric -> per-step slope after warm-up.
 std::map<std::string, double> soak(const char* mode, std::string* output) {
+  // Profile mode writes its profile at exit: to a file of this test's own, removed afterwards.
+  const std::string profile = "/tmp/sentinel-soak-profile-" + std::to_string(getpid()) + ".json";
   const std::string command = std::string("env LD_PRELOAD=" SENTINEL_LIB " SENTINEL_MODE=") + mode +
-                              " SENTINEL_LOG=warn " SOAK_PROGRAM " " + std::to_string(kSteps) + " " +
-                              std::to_string(kWarmup) + " 2>&1";
+                              " SENTINEL_LOG=warn SENTINEL_PROFILE_OUT=" + profile + " " SOAK_PROGRAM " " +
+                              std::to_string(kSteps) + " " + std::to_string(kWarmup) + " 2>&1";
   std::map<std::string, double> slopes;
   FILE* p = popen(command.c_str(), "r");
   if (p == nullptr) return slopes;
@@ -37,6 +41,7 @@ std::map<std::string, double> soak(const char* mode, std::string* output) {
     if (std::sscanf(line, "slope %63s %lf", name, &value) == 2) slopes[name] = value;
   }
   EXPECT_EQ(pclose(p), 0) << *output;
+  std::remove(profile.c_str());
   return slopes;
 }
 

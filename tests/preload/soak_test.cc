@@ -57,8 +57,13 @@ void expect_flat(const char* mode) {
   EXPECT_LT(slopes.at("heap_extents") * window, 1.0);
   EXPECT_LT(slopes.at("maps_lines") * window, 1.0);
   // Resident memory: below a page per step (the loop touches ~10 MiB per step, all of it freed). statm's
-  // count (soak_program explains why not a walk of smaps_rollup).
-  EXPECT_LT(slopes.at("resident_bytes"), 4096.0);
+  // count (soak_program explains why not a walk of smaps_rollup). In the two-node guest, two pages: there
+  // managed mode adds resident memory once, ~250 KiB (half file pages first used, half anonymous), at a
+  // step that varies from run to run (between 250 and 625 in a 1,000-step run, flat after), which inside
+  // this 100-step window fits a slope of up to ~4 KB per step. The object-event ring's growth (4.8 KB per
+  // step) is caught on every host by the profile-mode case.
+  const bool guest = std::getenv("SENTINEL_IN_GUEST") != nullptr;
+  EXPECT_LT(slopes.at("resident_bytes"), guest ? 8192.0 : 4096.0);
   // The system allocator's bytes in use (Sentinel's own: the loop makes no small allocations).
   EXPECT_LT(slopes.at("malloc_bytes"), 64.0);
   // Pages moving (SOAK_MOVES=1, two nodes): most steps' moves were accepted and done.

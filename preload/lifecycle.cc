@@ -19,6 +19,7 @@
 #include "runtime_state.h"
 #include "core/env.h"
 #include "core/process_identity.h"
+#include "os/resident.h"
 #include "topo/topology.h"
 #include "service.h"
 #include "stats_json.h"
@@ -251,8 +252,14 @@ void initialise() noexcept {
   }
   pthread_atfork(fork_prepare, fork_parent, fork_child);
   config.mode = g_state.config.mode;  // managed mode on a single node runs as track mode
+  // Fixed-size state resident now rather than page by page until its rings first wrap, which a long run
+  // would show as growth for hundreds of steps (os/resident.h); on a kernel that refuses, as before. The
+  // step detector (768 KiB: its 8,192-event history) runs in every mode, the object-event ring (3 MiB)
+  // only where the service thread consumes it.
+  os::make_resident(&g_state.detector, sizeof g_state.detector);
   if (config.mode == Mode::kProfile || config.mode == Mode::kManaged) {
     profiler_init();
+    os::make_resident(&g_state.events, sizeof g_state.events);
     g_state.events_enabled.store(true, std::memory_order_release);
   }
   service_start();

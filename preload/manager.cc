@@ -13,6 +13,7 @@
 #include "core/output_file.h"
 #include "logging.h"
 #include "os/os.h"
+#include "os/resident.h"
 #include "manage/birth_table.h"
 #include "manage/compiled_plan.h"
 #include "manage/plan_executor.h"
@@ -93,7 +94,7 @@ struct Manager {
   bool given_plan_failed = false;
   std::string plan_source;
   Plan plan;
-  std::vector<std::unique_ptr<BirthTable>> tables;  // every table ever published: never freed
+  std::unique_ptr<BirthTable> table;  // the one published (g_state.births), null while none is
 
   // Matching SENTINEL_PROFILE_IN against the running program.
   std::shared_ptr<const StepProfile> candidate;
@@ -146,6 +147,16 @@ StepProfile in_extent_bytes(const StepProfile& p) {
   StepProfile q = p;
   for (ObjectProfile& o : q.objects) o.size = extent_of(o.size);
   return q;
+}
+
+// Makes `table` the birth table in force (null: none) and frees the one before. The allocation path reads
+// the table only inside BirthGate::decide, under g_state.clock_lock, and keeps no pointer to it after; so
+// once the lock has been taken after the publish, no thread can still be reading the old table. (Keeping
+// every table ever published instead grew the runtime's memory by one table per re-plan or re-profile.)
+void publish_births(Manager& m, std::unique_ptr<BirthTable> table) {
+  g_state.births.publish(table.get());
+  { SpinGuard readers_done(g_state.clock_lock); }
+  m.table = std::move(table);
 }
 
 // Makes the plan for the current profile (or compiles SENTINEL_PLAN against it) and puts it in force from
@@ -202,8 +213,7 @@ bool plan_and_start(Manager& m, const char* why) {
   const int64_t first = m.step + 1;
   auto table = std::make_unique<BirthTable>();
   table->build(*compiled, first);
-  g_state.births.publish(table.get());
-  m.tables.push_back(std::move(table));
+  publish_births(m, std::move(table));
   if (m.timeline && m.plans == 0) m.timeline->header(plan.period, plan.policy, plan.summary.budget_bytes);
   m.executor->start(compiled, first);
   m.reprofile.plan_started(first);
@@ -223,7 +233,7 @@ bool plan_and_start(Manager& m, const char* why) {
 
 // Back to profiling: the plan no longer describes the program.
 void drop_plan(Manager& m, const char* why) {
-  g_state.births.publish(nullptr);
+  publish_births(m, nullptr);
   m.executor->stop();
   m.stage = Stage::kProfiling;
   m.replan_saturated = false;
@@ -551,6 +561,8 @@ bool manager_configure(bool tiered, char* message, size_t cap) noexcept {
       g_state.config.mode = Mode::kTrack;
       return true;
     }
+    // Resident now, not page by page until the ring first wraps (os/resident.h, as the event ring).
+    os::make_resident(&g_completions, sizeof g_completions);
     g_manager_live.store(true, std::memory_order_release);
     return true;
   } catch (...) {

@@ -2,17 +2,18 @@
 // runtime asks which tier the plan wants it born on, before it picks the extent.
 //
 // The service thread builds a table from a CompiledPlan and publishes it with one atomic pointer store;
-// the allocation path only reads it (no allocation, no lock, no system call). A published table is never
-// freed while the process runs (tables are small, and replans are bounded), so a reader never sees freed
-// memory.
+// the allocation path only reads it (no allocation, no lock, no system call). A reader uses the table only
+// inside decide(), which its caller serialises with a lock; so the publisher frees a replaced table after
+// taking that lock once after the publish, when no reader can still hold it (the runtime does this in
+// preload/manager.cc, publish_births: re-profiling is not bounded, and keeping every table would grow).
 //
 // BirthGate holds the allocation path's view of the current step: a step whose allocation at event k
 // does not carry the tag the plan expects there has left the plan, and every later birth of that step
 // is first-touch (the executor on the service thread applies the same rule to its moves).
 //
 // Thread safety: BirthTable is immutable after build(). BirthGate::decide must be serialised by the
-// caller (the runtime calls it under its step-clock lock); publish() and current() may be called from
-// any thread.
+// caller (the runtime calls it under its step-clock lock), and the table current() returns must not be
+// used after that lock is released; publish() may be called from any thread.
 #pragma once
 
 #include <atomic>

@@ -2,11 +2,19 @@
 // model's allocation pattern (persistent weights and optimizer state; per step, activations allocated
 // layer by layer in the forward pass and freed in reverse in the backward pass, gradients, a temporary
 // workspace per layer, and a batch whose size varies from step to step), with every buffer written.
-// After each step it samples what must stay flat: resident memory, /proc/self/maps lines (mbind can
+// After each step it samples what must stay flat: resident memory (statm: the kernel's counters; not a
+// walk of smaps or smaps_rollup, which is best-effort while another thread changes the mappings, as
+// Sentinel's do: the kernel drops mmap_lock when contended and resumes, and in the guest such a walk
+// read 21 MiB below statm and varied by MiBs from step to step), /proc/self/maps lines (mbind can
 // split mappings), the object heap's extents (sentinel_get_footprint) and the system allocator's bytes
 // in use (mallinfo2: the loop itself makes no small allocations, so growth there is Sentinel's own).
 //
 //   soak_program STEPS [WARMUP_STEPS]
+// With SOAK_MOVES=1 (two nodes), each step also moves one of kLayers persistent 64 KiB objects to the
+// other node with sentinel_move_object (the previous step's move is waited for first), so that pages go
+// to node 1 and back all along the run; it prints "moves requested R done D".
+// With SOAK_PROC_DIR set, copies /proc/self/{status,smaps,numa_maps} to DIR/<step>.<file> after the
+// first step, at the end of warm-up, half-way and after the last step (to find which mapping grows).
 // prints one line per metric: "slope <metric> <per-step slope after warm-up> first=<v> last=<v>",
 // the slope fitted by least squares over the steps after warm-up (default: the first quarter).
 #include <dlfcn.h>
@@ -59,6 +67,21 @@ uint64_t maps_lines() {
   return lines;
 }
 
+// Copies /proc/self/<name> to <dir>/<step>.<name> (no allocation: the copy must not disturb the run).
+void copy_proc_file(const char* dir, long step, const char* name) {
+  char src[64], dst[512];
+  std::snprintf(src, sizeof src, "/proc/self/%s", name);
+  std::snprintf(dst, sizeof dst, "%s/%ld.%s", dir, step, name);
+  const int in = open(src, O_RDONLY | O_CLOEXEC);
+  const int out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  static char buf[1 << 16];
+  ssize_t n;
+  while (in >= 0 && out >= 0 && (n = read(in, buf, sizeof buf)) > 0)
+    if (write(out, buf, static_cast<size_t>(n)) != n) break;
+  if (in >= 0) close(in);
+  if (out >= 0) close(out);
+}
+
 struct Sample {
   double rss, maps, extents, malloc_bytes;
 };
@@ -80,6 +103,43 @@ double slope(const std::vector<double>& ys) {
 
 }  // namespace
 
+using MoveFn = uint64_t (*)(const void*, int);
+using WaitFn = int (*)(uint64_t, int);
+using NodeFn = int (*)(const void*);
+
+// One object per layer moved to the other node in turn, one move in flight at a time.
+class Mover {
+ public:
+  bool start() {
+    move_ = reinterpret_cast<MoveFn>(dlsym(RTLD_DEFAULT, "sentinel_move_object"));
+    wait_ = reinterpret_cast<WaitFn>(dlsym(RTLD_DEFAULT, "sentinel_wait_move"));
+    node_ = reinterpret_cast<NodeFn>(dlsym(RTLD_DEFAULT, "sentinel_object_node"));
+    if (move_ == nullptr || wait_ == nullptr || node_ == nullptr) return false;
+    for (int l = 0; l < kLayers; ++l) objects_[l] = filled(size_t{64} << 10, l);
+    return true;
+  }
+  void step(long step) {
+    if (ticket_ != 0) done_ += wait_(ticket_, -1) == 1;
+    void* object = objects_[step % kLayers];
+    static_cast<unsigned char*>(object)[step % (64 << 10)] ^= 1;  // the program keeps using it
+    ticket_ = move_(object, node_(object) == 0 ? 1 : 0);
+    requested_ += ticket_ != 0;
+  }
+  void finish() {
+    if (ticket_ != 0) done_ += wait_(ticket_, -1) == 1;
+    for (void* o : objects_) std::free(o);
+    std::printf("moves requested %ld done %ld\n", requested_, done_);
+  }
+
+ private:
+  MoveFn move_ = nullptr;
+  WaitFn wait_ = nullptr;
+  NodeFn node_ = nullptr;
+  void* objects_[kLayers] = {};
+  uint64_t ticket_ = 0;
+  long requested_ = 0, done_ = 0;
+};
+
 int main(int argc, char** argv) {
   const long steps = argc > 1 ? std::atol(argv[1]) : 1000;
   const long warmup = argc > 2 ? std::atol(argv[2]) : steps / 4;
@@ -98,6 +158,10 @@ int main(int argc, char** argv) {
     optimizer[l] = filled(size_t{2} << 20, l);
   }
   void* activations[kLayers];
+  const char* proc_dir = std::getenv("SOAK_PROC_DIR");
+  const char* moves_env = std::getenv("SOAK_MOVES");
+  Mover mover;
+  const bool moving = moves_env != nullptr && std::strcmp(moves_env, "1") == 0 && mover.start();
   uint64_t checksum = 0;
   for (long step = 0; step < steps; ++step) {
     void* batch = filled((size_t{512} << 10) + static_cast<size_t>(step % 7) * (40 << 10), int(step));
@@ -114,17 +178,21 @@ int main(int argc, char** argv) {
       std::free(activations[l]);
     }
     std::free(batch);
+    if (moving) mover.step(step);
     sentinel_footprint f{};
     if (footprint != nullptr) footprint(&f);
     const struct mallinfo2 m = mallinfo2();
     samples[static_cast<size_t>(step)] =
         Sample{static_cast<double>(resident_bytes()), static_cast<double>(maps_lines()),
                static_cast<double>(f.extents), static_cast<double>(m.uordblks + m.hblkhd)};
+    if (proc_dir != nullptr && (step == 0 || step == warmup || step == (warmup + steps) / 2 || step == steps - 1))
+      for (const char* name : {"status", "smaps", "numa_maps"}) copy_proc_file(proc_dir, step, name);
   }
   for (int l = 0; l < kLayers; ++l) {
     std::free(weights[l]);
     std::free(optimizer[l]);
   }
+  if (moving) mover.finish();
 
   struct Metric {
     const char* name;

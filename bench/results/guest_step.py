@@ -27,6 +27,10 @@ WORKLOADS = {
     "lstm": dict(model="lstm", batch=4, width=96, features=32, seq=8, optimizer="sgd"),
     "transformer": dict(model="transformer", batch=4, width=64, depth=2, features=64, seq=8,
                         optimizer="sgd"),
+    # A GRU language model (scripts/workloads.py GruLM): token ids instead of dense inputs, an embedding
+    # table whose dense gradient and momentum cover every row each step while the forward pass reads
+    # only the batch's rows, and a vocabulary head; loss at every position.
+    "gru-lm": dict(model="gru", batch=4, width=64, vocab=2000, seq=4, optimizer="sgd"),
 }
 DEFAULTS = dict(batch=16, width=256, depth=2, features=64, classes=10, channels=8, image=16, seq=16)
 
@@ -76,7 +80,12 @@ def run_workload(name, args, meter):
     torch.set_num_threads(1)
     torch.manual_seed(1234)
     spec = dict(DEFAULTS, **WORKLOADS[name])
-    model, shape = train.build(SimpleNamespace(**spec))
+    tokens = spec["model"] == "gru"
+    if tokens:
+        import workloads
+        model = workloads.GruLM(spec["vocab"], spec["width"], spec["width"])
+    else:
+        model, shape = train.build(SimpleNamespace(**spec))
     if spec["optimizer"] == "sgd":
         opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     else:
@@ -96,10 +105,15 @@ def run_workload(name, args, meter):
         before = meter.read() if meter else None
         migrated0 = pages_migrated()
         t0 = time.perf_counter()
-        x = torch.randn(shape, generator=gen)
-        y = torch.randint(0, spec["classes"], (spec["batch"],), generator=gen)
+        if tokens:
+            t = torch.randint(0, spec["vocab"], (spec["batch"], spec["seq"] + 1), generator=gen)
+            x, y = t[:, :-1], t[:, 1:].reshape(-1)
+        else:
+            x = torch.randn(shape, generator=gen)
+            y = torch.randint(0, spec["classes"], (spec["batch"],), generator=gen)
         opt.zero_grad()
-        loss = loss_fn(model(x), y)
+        out = model(x)
+        loss = loss_fn(out.reshape(-1, out.shape[-1]) if tokens else out, y)
         loss.backward()
         opt.step()
         value = loss.item()

@@ -3,7 +3,9 @@
 what the slow-tier emulator measured (docs/results.md, "Model check").
 
 For every managed cell <w>.managed-P in OUT_DIR (bench/results/run.sh keeps its profile, the executed
-timeline and Sentinel's stats) it runs `sentinel replay PROFILE --timeline TIMELINE --json` and sets:
+timeline and Sentinel's stats) it runs `sentinel replay PROFILE --timeline TIMELINE --json` and sets
+(a cell without a timeline, run.sh --timeline-steps 0: the replayed plan, at the budget Sentinel's stats
+report, in place of the executed steps):
   - the modeled slow-tier accesses per executed step (slow_accesses, cache lines: x 64 B = slow_bytes)
     against the measured slow-node misses per step (x 64 B);
   - the modeled executed step / modeled all-DRAM step against the measured virtual step / the
@@ -63,6 +65,10 @@ def check_cell(out, w, p, tier, sentinel, all_fast_dir=None):
              "stats": base + ".sentinel-stats", "all-fast": all_fast,
              "plugin": os.path.join(out, "plugin-stats.json")}
     missing = [k for k, v in paths.items() if not os.path.exists(v) or os.path.getsize(v) == 0]
+    # A cell run without a timeline (run.sh --timeline-steps 0) is checked against the plan instead of
+    # the executed steps: right only while the plan held in the measured steps (the row says which).
+    has_timeline = "timeline" not in missing
+    missing = [k for k in missing if k != "timeline"]
     if missing:
         return {"workload": w, "placement": p, "error": "missing " + ", ".join(missing)}
     load = lambda k: json.load(open(paths[k]))  # noqa: E731
@@ -74,19 +80,23 @@ def check_cell(out, w, p, tier, sentinel, all_fast_dir=None):
     moved = stats.get("bytes_to_fast", 0) + stats.get("bytes_to_slow", 0)
     wall_gbps = moved / (stats["migration_seconds"] * 1e9) if stats.get("migration_seconds") else 0
     migration_gbps = wall_gbps * scale if wall_gbps > 0 else 3.3
-    rows, err = replay(sentinel, paths["profile"], paths["timeline"], tier, p.split("-")[-1] + "%", scale,
-                       migration_gbps)
+    if has_timeline:
+        with open(paths["timeline"]) as f:
+            budget = str(json.loads(f.readline())["budget_bytes"])
+    else:
+        budget = str(stats["fast_budget_bytes"])  # what managed mode planned with
+    rows, err = replay(sentinel, paths["profile"], paths["timeline"] if has_timeline else None, tier,
+                       p.split("-")[-1] + "%" if has_timeline else budget, scale, migration_gbps)
     if rows is None:
         return {"workload": w, "placement": p, "error": "replay failed: " + err}
-    executed = [r for r in rows if r["policy"].startswith("executed step")][-STEADY:]
+    planned = next(r for r in rows if r["policy"] == "sentinel")
+    executed = [r for r in rows if r["policy"].startswith("executed step")][-STEADY:] if has_timeline \
+        else [planned]
     if not executed:
         return {"workload": w, "placement": p, "error": "the timeline has no managed step"}
-    planned = next(r for r in rows if r["policy"] == "sentinel")
     # The planner under three channels, without the timeline: what managed mode planned with in the
     # guest (its wall clock, the channel it measured), the same in the virtual clock, and the virtual
     # clock with the tier preset's channel (what a real machine's move_pages would give).
-    with open(paths["timeline"]) as f:
-        budget = str(json.loads(f.readline())["budget_bytes"])
     channels = {}
     for name, sc, bw in (("guest wall clock", 1.0, wall_gbps or 3.3), ("virtual clock", scale, migration_gbps),
                          ("virtual, preset channel", scale, 3.3)):
@@ -102,7 +112,7 @@ def check_cell(out, w, p, tier, sentinel, all_fast_dir=None):
     return {
         "channels": channels,
         "latency_term_ratio": 1 + slow_m * penalty_ns / fast_virt,
-        "workload": w, "placement": p, "scale": scale, "migration_wall_gbps": wall_gbps,
+        "workload": w, "placement": p, "scale": scale, "basis": "executed" if has_timeline else "plan", "migration_wall_gbps": wall_gbps,
         "migration_model_gbps": migration_gbps,
         "executed_steps": len(executed), "deviated_steps": sum("left the plan" in r["policy"] for r in executed),
         "pred_slow_accesses": median([r["slow_accesses"] for r in executed]),
@@ -147,13 +157,16 @@ def main():
         if "error" in r:
             print(f"| {r['workload']} | {r['placement']} | {r['tier']} | {r['error']} | | | | | | | | |")
             continue
-        print(f"| {r['workload']} | {r['placement']} | {r['tier']} | {r['scale']:.0f} "
+        cell = r['placement'] + ("" if r["basis"] == "executed" else " (plan: no timeline)")
+        print(f"| {r['workload']} | {cell} | {r['tier']} | {r['scale']:.0f} "
               f"| {r['pred_slow_accesses']:.0f} | {r['meas_slow_misses']:.0f} "
               f"| {r['pred_slow_bytes'] / 1e6:.2f} / {r['meas_slow_bytes'] / 1e6:.2f} "
               f"| {r['pred_fast_accesses']:.0f} / {r['meas_fast_misses']:.0f} "
               f"| {r['pred_ratio']:.3f}x | {r['meas_ratio']:.3f}x | {r['latency_term_ratio']:.3f}x "
               f"| {r['planned_ratio']:.3f}x |")
-    print("\n'slow misses x latency term' is the ratio the cost model's latency term (the emulator's too) gives "
+    print("\nA cell marked 'plan: no timeline' ran without the executed timeline (run.sh --timeline-steps 0): "
+          "its prediction is the replayed plan, not the executed steps.\n")
+    print("'slow misses x latency term' is the ratio the cost model's latency term (the emulator's too) gives "
           "the MEASURED slow misses: 1 + misses x (slow - fast latency) / mlp / all-fast virtual step.\n")
     print("Sentinel's plan for the same profile and budget under three migration channels (modeled ratio to "
           "all-DRAM, MB migrated per step, slow accesses per step):\n")

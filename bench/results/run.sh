@@ -15,6 +15,8 @@
 #   --timeline-steps N managed steps recorded in each managed cell's executed timeline (default: all;
 #                     0: none; the writer's instructions are charged by the virtual clock, docs/results.md)
 #   --cpi X           plugin CPI (default 1.0; see the calibration column)
+#   --also W:P        repeatable: after the matrix, in the same boot, placements P (comma separated) for
+#                     workloads W only (cells that do not fill a whole rectangle, e.g. lstm:managed-20)
 # Managed cells also get OUT_DIR/model-check.md (bench/results/model_check.py).
 # Time: import torch takes 2-4 minutes in the guest with the plugin, so each guest process costs that
 # once; static placements run all workloads in one process, Sentinel's one process per workload.
@@ -28,6 +30,7 @@ steps=6
 managed_steps=
 timeline_steps=
 cpi=1.0
+also=()
 while (( $# > 1 )); do
   case "$1" in
     --tier) tier="$2"; shift 2 ;;
@@ -37,10 +40,12 @@ while (( $# > 1 )); do
     --managed-steps) managed_steps="$2"; shift 2 ;;
     --timeline-steps) timeline_steps="$2"; shift 2 ;;
     --cpi) cpi="$2"; shift 2 ;;
+    --also) [[ "$2" == *:* ]] || { echo "run.sh: --also takes WORKLOADS:PLACEMENTS" >&2; exit 2; }
+            also+=("$2"); shift 2 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
-[[ $# == 1 ]] || { sed -n '2,21p' "$0" >&2; exit 2; }
+[[ $# == 1 ]] || { sed -n '2,23p' "$0" >&2; exit 2; }
 out="$1"
 mkdir -p "$out"
 out="$(cd "$out" && pwd -P)"
@@ -48,8 +53,10 @@ build="${SENTINEL_BUILD_DIR:-$root/build}"
 [[ -f "$build/lib/libsentinel.so" && -f "$build/lib/libsentinel_qemu_slowtier.so" ]] || {
   echo "run.sh: build first (scripts/build.sh); looked in $build" >&2; exit 2; }
 
+groups=("$workloads:$placements" "${also[@]}")
+all_workloads=$(printf '%s\n' "${groups[@]%%:*}" | tr , '\n' | awk '!seen[$0]++' | paste -sd, -)
 echo "== host calibration runs (one thread)"
-OMP_NUM_THREADS=1 /usr/bin/python3 "$here/guest_step.py" --host --workloads "$workloads" \
+OMP_NUM_THREADS=1 /usr/bin/python3 "$here/guest_step.py" --host --workloads "$all_workloads" \
   --steps "$steps" --placement host --out-dir "$out"
 
 echo "== guest matrix ($tier)"
@@ -57,8 +64,10 @@ start=$(date +%s)
 SENTINEL_BUILD_DIR="$build" SENTINEL_GUEST_RW="$out" SENTINEL_GUEST_SLOW_TIER="$tier" \
   SENTINEL_GUEST_SLOW_TIER_STATS="$out/plugin-stats.json" SENTINEL_GUEST_SLOW_TIER_OPTS="cpi=$cpi" \
   SENTINEL_GUEST_TIMEOUT="${SENTINEL_GUEST_TIMEOUT:-36000}" \
-  "$root/scripts/numa-guest.sh" bash "$here/guest_matrix.sh" "$out" "$workloads" "$placements" "$steps" "$build" "$tier" \
-  "${managed_steps:-$steps}" "${timeline_steps:-${managed_steps:-$steps}}"
+  "$root/scripts/numa-guest.sh" bash -c 'script=$1 out=$2; shift 2; rest=("${@:1:5}"); shift 5
+    for g in "$@"; do bash "$script" "$out" "${g%%:*}" "${g#*:}" "${rest[@]}"; done' _ \
+  "$here/guest_matrix.sh" "$out" "$steps" "$build" "$tier" "${managed_steps:-$steps}" \
+  "${timeline_steps:-${managed_steps:-$steps}}" "${groups[@]}"
 echo "guest matrix took $(( $(date +%s) - start )) s" | tee "$out/elapsed.txt"
 /usr/bin/python3 "$here/table.py" "$out" | tee "$out/table.md"
 if compgen -G "$out/*.managed-*.timeline" >/dev/null; then

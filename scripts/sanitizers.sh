@@ -16,8 +16,10 @@
 #     realloc (glibc's pthread_getattr_np) while starting each thread, before that thread's TSan state
 #     exists, and a preloaded TSan-built libsentinel.so then faults in its first instrumented function
 #     (tried: preload_hazard_test dies in sentinel::rt::realloc under pthread_getattr_np under TSan's
-#     ThreadStart). Sentinel cannot tell those calls apart; it would take a pthread_create wrapper in the
-#     sanitizer build that marks the threads TSan has finished starting (not done).
+#     ThreadStart). Sentinel cannot tell those calls apart. A pthread_create wrapper marking the threads
+#     TSan has finished starting got past that, and then every thread's exit faulted: libunwind's
+#     per-thread cache destructor (Sentinel's call-site capture) runs after TSan has torn the thread down
+#     and locks a mutex through TSan's interceptor.
 # Only those test targets are built (not the tree, not the PyTorch tests), in build-asan and build-tsan
 # next to the main build directory. Any sanitizer report fails the stage (halt_on_error).
 set -euo pipefail

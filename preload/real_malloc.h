@@ -53,4 +53,19 @@ inline bool is_bootstrap_pointer(const void* p) noexcept {
 // Bytes of the bootstrap buffer from p to its end (an upper bound on the size of p's block).
 size_t bootstrap_bytes_after(const void* p) noexcept;
 
+// The malloc family of the system allocator as a program would see it without Sentinel, with requests
+// made while the functions are being resolved served from the bootstrap buffer (and bootstrap pointers
+// never handed to the system free). Out of line, in this file's translation unit: a sanitizer build
+// compiles it uninstrumented (preload/CMakeLists.txt), as it runs before the sanitizer's runtime is up.
+void* system_malloc(size_t size) noexcept;
+void system_free(void* p) noexcept;
+void* system_calloc(size_t n, size_t size) noexcept;
+void* system_realloc(void* p, size_t size) noexcept;
+int system_posix_memalign(void** out, size_t align, size_t size) noexcept;
+void* system_aligned_alloc(size_t align, size_t size) noexcept;
+void* system_memalign(size_t align, size_t size) noexcept;
+void* system_valloc(size_t size) noexcept;
+void* system_pvalloc(size_t size) noexcept;
+size_t system_malloc_usable_size(void* p) noexcept;
+
 }  // namespace sentinel

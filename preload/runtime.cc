@@ -1,5 +1,7 @@
 #include "runtime.h"
 
+#include <sanitizer/asan_interface.h>
+
 #include <cerrno>
 #include <cstring>
 
@@ -55,6 +57,19 @@ inline bool quiet_events_may_wait() noexcept {
 }
 
 inline bool is_power_of_two(size_t v) noexcept { return v != 0 && (v & (v - 1)) == 0; }
+
+// In an AddressSanitizer build (scripts/sanitizers.sh) an object's own bytes are addressable and the rest
+// of its extent is poisoned, and a freed extent is poisoned whole, so an overflow past the size asked for
+// or a use after free is reported as it would be for ASan's own heap blocks. (The ASAN_ macros expand to
+// nothing in other builds.) Nothing in Sentinel reads or writes an extent's bytes after free.
+void expose_object(const ObjectRecord& r) noexcept {
+  auto* start = reinterpret_cast<char*>(r.start);
+  ASAN_UNPOISON_MEMORY_REGION(start, r.extent_bytes);
+  ASAN_POISON_MEMORY_REGION(start + r.size, r.extent_bytes - r.size);
+}
+void poison_extent(const ObjectRecord& r) noexcept {
+  ASAN_POISON_MEMORY_REGION(reinterpret_cast<char*>(r.start), r.extent_bytes);
+}
 
 void update_peak(uint64_t live) noexcept {
   uint64_t peak = g_state.counters.peak_live_bytes.load(std::memory_order_relaxed);
@@ -172,6 +187,7 @@ __attribute__((noinline)) void* alloc_object(size_t size, size_t align, bool* ze
   r.birth_step = c.step;
   r.birth_event = c.event;
   r.birth_ns = birth_ns;
+  expose_object(r);
   s.events.fill(c.ticket, ObjectEvent{ObjectEventKind::kAlloc, r.pool, slot, r.generation, c.occurrence, c.event,
                                       c.period, c.step, c.relocks, c.tag, site, size, r.extent_bytes, birth_ns,
                                       live_bytes + size});
@@ -199,6 +215,7 @@ void free_object(void* p) noexcept {
     return;
   }
   const uint64_t size = r.size;
+  poison_extent(r);
   s.counters.objects_freed.fetch_add(1, std::memory_order_relaxed);
   s.counters.live_objects.fetch_sub(1, std::memory_order_relaxed);
   const uint64_t live_after = s.counters.live_bytes.fetch_sub(size, std::memory_order_relaxed) - size;
@@ -217,12 +234,6 @@ void free_object(void* p) noexcept {
   const uint64_t extent = r.extent_bytes;
   s.heap.release(slot, s.placer.drops_pages_on_free(pool));
   s.placer.release(pool, extent);
-}
-
-inline void* system_malloc(size_t size) noexcept {
-  if (__builtin_expect(real_malloc_ready(), 1)) return g_real_malloc.malloc(size);
-  if (resolving_real_malloc()) return bootstrap_alloc(size, 16);
-  return real_malloc().malloc(size);
 }
 
 }  // namespace
@@ -246,8 +257,7 @@ void* malloc(size_t size) noexcept {
 void free(void* p) noexcept {
   if (p == nullptr) return;
   if (g_state.heap.contains(p)) return free_object(p);
-  if (is_bootstrap_pointer(p)) return;
-  real_malloc().free(p);
+  system_free(p);
 }
 
 void* calloc(size_t n, size_t size) noexcept {
@@ -263,8 +273,7 @@ void* calloc(size_t n, size_t size) noexcept {
       return p;
     }
   }
-  if (!real_malloc_ready() && resolving_real_malloc()) return bootstrap_alloc(total, 16);
-  return real_malloc().calloc(n, size);
+  return system_calloc(n, size);
 }
 
 void* realloc(void* p, size_t size) noexcept {
@@ -287,6 +296,7 @@ void* realloc(void* p, size_t size) noexcept {
     if (size >= s.threshold.load(std::memory_order_relaxed) && size <= r.extent_bytes &&
         size * 2 > r.extent_bytes) {
       r.size = size;
+      expose_object(r);
       s.counters.inplace_reallocs.fetch_add(1, std::memory_order_relaxed);
       if (size > old_size) {
         update_peak(s.counters.live_bytes.fetch_add(size - old_size, std::memory_order_relaxed) + size -
@@ -308,15 +318,7 @@ void* realloc(void* p, size_t size) noexcept {
     free_object(p);
     return q;
   }
-  if (is_bootstrap_pointer(p)) {
-    // Block sizes are not recorded for the bootstrap buffer; copying up to its end is always in
-    // bounds and covers the old block.
-    void* q = malloc(size);
-    const size_t available = bootstrap_bytes_after(p);
-    if (q != nullptr) std::memcpy(q, p, available < size ? available : size);
-    return q;
-  }
-  if (is_object_request(size)) {
+  if (!is_bootstrap_pointer(p) && is_object_request(size)) {
     if (void* q = alloc_object(size, kPageSize, nullptr, size + size / 2)) {
       const size_t old_usable = real_malloc().malloc_usable_size(p);
       std::memcpy(q, p, old_usable < size ? old_usable : size);
@@ -324,7 +326,7 @@ void* realloc(void* p, size_t size) noexcept {
       return q;
     }
   }
-  return real_malloc().realloc(p, size);
+  return system_realloc(p, size);
 }
 
 void* reallocarray(void* p, size_t n, size_t size) noexcept {
@@ -344,37 +346,28 @@ int posix_memalign(void** out, size_t align, size_t size) noexcept {
       return 0;
     }
   }
-  if (!real_malloc_ready() && resolving_real_malloc()) {
-    void* p = bootstrap_alloc(size, align);
-    if (p == nullptr) return ENOMEM;
-    *out = p;
-    return 0;
-  }
-  return real_malloc().posix_memalign(out, align, size);
+  return system_posix_memalign(out, align, size);
 }
 
 void* aligned_alloc(size_t align, size_t size) noexcept {
   if (is_power_of_two(align) && align <= kHugePageSize && is_object_request(size)) {
     if (void* p = alloc_object(size, align, nullptr)) return p;
   }
-  if (!real_malloc_ready() && resolving_real_malloc()) return bootstrap_alloc(size, align);
-  return real_malloc().aligned_alloc(align, size);
+  return system_aligned_alloc(align, size);
 }
 
 void* memalign(size_t align, size_t size) noexcept {
   if (is_power_of_two(align) && align <= kHugePageSize && is_object_request(size)) {
     if (void* p = alloc_object(size, align, nullptr)) return p;
   }
-  if (!real_malloc_ready() && resolving_real_malloc()) return bootstrap_alloc(size, align);
-  return real_malloc().memalign(align, size);
+  return system_memalign(align, size);
 }
 
 void* valloc(size_t size) noexcept {
   if (is_object_request(size)) {
     if (void* p = alloc_object(size, kPageSize, nullptr)) return p;
   }
-  if (!real_malloc_ready() && resolving_real_malloc()) return bootstrap_alloc(size, kPageSize);
-  return real_malloc().valloc(size);
+  return system_valloc(size);
 }
 
 void* pvalloc(size_t size) noexcept {
@@ -388,19 +381,22 @@ void* pvalloc(size_t size) noexcept {
   if (is_object_request(rounded)) {
     if (void* p = alloc_object(rounded, kPageSize, nullptr)) return p;
   }
-  if (!real_malloc_ready() && resolving_real_malloc()) return bootstrap_alloc(rounded, kPageSize);
-  return real_malloc().pvalloc(size);
+  return system_pvalloc(size);
 }
 
 size_t malloc_usable_size(void* p) noexcept {
-  if (p == nullptr || is_bootstrap_pointer(p)) return 0;
   if (g_state.heap.contains(p)) {
     const uint32_t slot = g_state.heap.slot_of(p);
     if (slot == kNoSlot) return 0;
     const ObjectRecord& r = g_state.heap.record(slot);
-    return r.state.load(std::memory_order_acquire) == ExtentState::kLive ? r.extent_bytes : 0;
+    if (r.state.load(std::memory_order_acquire) != ExtentState::kLive) return 0;
+#if defined(__SANITIZE_ADDRESS__)
+    return r.size;  // as ASan's own allocator says: the bytes past the size are poisoned (expose_object)
+#else
+    return r.extent_bytes;
+#endif
   }
-  return real_malloc().malloc_usable_size(p);
+  return system_malloc_usable_size(p);
 }
 
 }  // namespace sentinel::rt

@@ -1,10 +1,25 @@
 #!/usr/bin/env bash
 # The sanitizer stage of CI (scripts/test.sh runs it unless SENTINEL_SANITIZERS=0):
-#   - AddressSanitizer + UndefinedBehaviorSanitizer over the unit suites (not the preload's hazard suite:
-#     ASan and Sentinel both replace malloc, and a preloaded ASan-built libsentinel.so crashes at start
-#     because the ASan runtime is not first in the library list);
+#   - AddressSanitizer + UndefinedBehaviorSanitizer over the unit suites;
+#   - AddressSanitizer + UBSan over the preload's hazard suite (preload_hazard_test with exit_time_frees and
+#     the dlopen plugin, io_buffers_test, hostile_env_test): an instrumented libsentinel.so preloaded into
+#     instrumented programs. The programs link the ASan runtime, so the lookup order is program,
+#     libsentinel.so, libasan, libc: the program's malloc family, sigaction and I/O calls reach Sentinel's
+#     interposed (instrumented) code, and Sentinel's dlsym(RTLD_NEXT) finds ASan's malloc, so its
+#     small-block path and its own allocations are ASan-checked. verify_asan_link_order=0 lets ASan run
+#     second to Sentinel. In this build Sentinel poisons the bytes of an extent past the object's size and
+#     whole freed extents (preload/runtime.cc), so overflows and use after free of objects are reported;
+#     override.cc and real_malloc.cc are left uninstrumented and route calls made before Sentinel's
+#     constructor to the system allocator (ASan's start-up calls malloc before its shadow exists).
 #   - ThreadSanitizer over the suites with threads racing on shared state: the migration engine, the
-#     fast-memory budget (placer) and the step detector.
+#     fast-memory budget (placer) and the step detector. Not over the preload: TSan's runtime calls
+#     realloc (glibc's pthread_getattr_np) while starting each thread, before that thread's TSan state
+#     exists, and a preloaded TSan-built libsentinel.so then faults in its first instrumented function
+#     (tried: preload_hazard_test dies in sentinel::rt::realloc under pthread_getattr_np under TSan's
+#     ThreadStart). Sentinel cannot tell those calls apart. A pthread_create wrapper marking the threads
+#     TSan has finished starting got past that, and then every thread's exit faulted: libunwind's
+#     per-thread cache destructor (Sentinel's call-site capture) runs after TSan has torn the thread down
+#     and locks a mutex through TSan's interceptor.
 # Only those test targets are built (not the tree, not the PyTorch tests), in build-asan and build-tsan
 # next to the main build directory. Any sanitizer report fails the stage (halt_on_error).
 set -euo pipefail
@@ -37,6 +52,20 @@ done
 
 tsan_dir="$build-tsan"
 tsan_flags="-O1 -g1 -fsanitize=thread -fno-omit-frame-pointer"
+# The preload's hazard suite: Sentinel's interposed malloc family, object heap, sampler signal handling
+# and I/O wrappers, under ASan + UBSan. The tests fail unless Sentinel is active in the program.
+hazard_targets=(sentinel preload_hazard_test hazard_plugin exit_time_frees io_buffers io_buffers_test
+                hostile_env_child hostile_env_test)
+echo "== AddressSanitizer + UBSan: the preload's hazard suite"
+cmake --build "$asan_dir" -j "$jobs" --target "${hazard_targets[@]}"
+export ASAN_OPTIONS="$ASAN_OPTIONS:verify_asan_link_order=0"
+echo "-- preload_hazard_test"
+LD_PRELOAD="$asan_dir/lib/libsentinel.so" SENTINEL_LOG=warn "$asan_dir/tests/preload/preload_hazard_test" --gtest_brief=1
+for suite in io_buffers_test hostile_env_test; do  # these preload the library into their own children
+  echo "-- $suite"
+  "$asan_dir/tests/preload/$suite" --gtest_brief=1
+done
+
 echo "== ThreadSanitizer: migration engine, budget and step detector"
 configure "$tsan_dir" "$tsan_flags"
 cmake --build "$tsan_dir" -j "$jobs" --target sentinel_migrate_tests sentinel_place_tests core_test

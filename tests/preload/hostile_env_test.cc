@@ -43,6 +43,10 @@ RunResult run_child(const std::string& dir, const std::string& name, const std::
     dup2(out, 1);
     dup2(err, 2);
     std::vector<std::string> env = {"PATH=/usr/bin:/bin"};
+    // The sanitizer stage (scripts/sanitizers.sh) runs this test with an instrumented preload and child.
+    for (const char* name : {"ASAN_OPTIONS", "UBSAN_OPTIONS", "TSAN_OPTIONS"}) {
+      if (const char* v = std::getenv(name)) env.push_back(std::string(name) + "=" + v);
+    }
     if (preload) env.push_back("LD_PRELOAD=" SENTINEL_LIB);
     if (!name.empty()) env.push_back(name + "=" + value);
     std::vector<char*> envp;

@@ -359,14 +359,14 @@ void on_alloc(Manager& m, const ObjectEvent& e) {
     const bool left = st.fallback_steps != m.fallbacks_seen, followed = st.managed_steps != m.managed_seen;
     m.fallbacks_seen = st.fallback_steps;
     m.managed_seen = st.managed_steps;
-    if (m.stage == Stage::kManaged && (left || followed)) {
-      switch (m.reprofile.step_closed(e.step - 1, !left)) {
-        case manage::ReprofilePolicy::Verdict::kDrop: drop_plan(m, "three steps in a row left the plan"); break;
-        case manage::ReprofilePolicy::Verdict::kStopReprofiling: log_reprofiling_stopped(m); break;
-        case manage::ReprofilePolicy::Verdict::kKeep: adapt_plan(m); break;
+    if (m.stage == Stage::kManaged) {
+      using Verdict = manage::ReprofilePolicy::Verdict;
+      // A step the executor did not close as managed or fallback (no plan yet at its start) tells nothing.
+      switch ((left || followed) ? m.reprofile.step_closed(e.step - 1, !left) : Verdict::kKeep) {
+        case Verdict::kDrop: drop_plan(m, "three steps in a row left the plan"); break;
+        case Verdict::kStopReprofiling: log_reprofiling_stopped(m); break;
+        case Verdict::kKeep: adapt_plan(m); break;
       }
-    } else if (m.stage == Stage::kManaged) {
-      adapt_plan(m);
     }
   }
   if (m.stage == Stage::kManaged && m.executor->step_managed()) {

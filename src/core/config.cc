@@ -60,11 +60,11 @@ bool starts_with(const char* s, const char* prefix) {
   return *prefix == '\0';
 }
 
-// Parses one variable's value into a Config. `values` is the table's text of what is accepted; the
-// parser names it in the message when the value is not.
+// Parses one variable's value into a Config; parse_config names the variable and what it accepts
+// when the value is not accepted.
 class Parser {
  public:
-  Parser(const char* var, const char* value, const char* values) : var_(var), value_(value), values_(values) {}
+  explicit Parser(const char* value) : value_(value) {}
   bool ok() const { return ok_; }
 
   template <typename Entry, size_t N, typename T, typename Get>
@@ -110,9 +110,7 @@ class Parser {
   void budget(BudgetSpec* out) { ok_ = parse_budget_spec(value_, out); }
 
  private:
-  const char* var_;
   const char* value_;
-  const char* values_;
   bool ok_ = true;
 };
 
@@ -279,7 +277,7 @@ bool parse_config(EnvLookup lookup, void* ctx, Config* out, char* error, size_t 
   for (const Entry& e : kEntries) {
     const char* value = lookup(e.var.name, ctx);
     if (value == nullptr) continue;
-    Parser p(e.var.name, value, e.var.values);
+    Parser p(value);
     e.parse(p, c);
     if (!p.ok()) {
       invalid(error, cap, e.var.name, value, e.var.values);

@@ -74,8 +74,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) __builtin_trap();
   }
   for (size_t i = 0; i < count; ++i) {
-    const std::string named = std::string("invalid ") + sentinel::config_variable(i).name + "='";
-    if (!a.set[i] || message.find(named) == std::string::npos) continue;
+    // The culprit is named at the start: the quoted value that follows is the input's own text and
+    // may itself look like "invalid SENTINEL_X='" (found by this fuzzer in CI).
+    const std::string named = std::string("sentinel: invalid ") + sentinel::config_variable(i).name + "='";
+    if (!a.set[i] || message.compare(0, named.size(), named) != 0) continue;
     Assignment alone = a;
     alone.only = static_cast<int>(i);
     std::string again;

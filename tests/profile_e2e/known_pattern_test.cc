@@ -75,7 +75,7 @@ ProfiledRun run_profiled(const std::string& name, const std::vector<std::string>
 bool exited_ok(const RunResult& r) { return WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0; }
 
 // The default run, shared by the tests below (runs once).
-const std::vector<std::string> kMarkedArgs = {"--mark", "--steps", "10", "--sync-arm-ms", "200"};
+const std::vector<std::string> kMarkedArgs = {"--mark", "--steps", "10", "--sync-arm-ms", "2000"};
 const ProfiledRun& marked_run() {
   static const ProfiledRun run = run_profiled("marked", kMarkedArgs);
   return run;
@@ -167,7 +167,7 @@ TEST(KnownPattern, OutputUnchangedAndSamplingStopsAfterTheProfiledSteps) {
 }
 
 TEST(KnownPattern, DetectedStepsWithoutMarks) {
-  const ProfiledRun r = run_profiled("detected", {"--steps", "14", "--sync-arm-ms", "200"});
+  const ProfiledRun r = run_profiled("detected", {"--steps", "14", "--sync-arm-ms", "2000"});
   ASSERT_TRUE(exited_ok(r.run)) << r.run.err;
   ASSERT_TRUE(r.profile_ok) << r.profile_error << "\n" << r.run.err;
   const PatternScore s = score_profile(r.profile, r.truth);
@@ -185,14 +185,14 @@ TEST(KnownPattern, DetectedStepsWithoutMarks) {
 // p-1 comes up when a call-site recurs at neighbouring events (three copies of the pattern: each site
 // allocates three times in a row). The detector locks on 23 instead of 24.
 TEST(KnownPattern, DetectedPeriodWithARepeatedSite) {
-  const ProfiledRun r = run_profiled("copies", {"--steps", "16", "--copies", "3", "--sync-arm-ms", "200"});
+  const ProfiledRun r = run_profiled("copies", {"--steps", "16", "--copies", "3", "--sync-arm-ms", "2000"});
   ASSERT_TRUE(exited_ok(r.run)) << r.run.err;
   ASSERT_TRUE(r.profile_ok) << r.profile_error;
   EXPECT_EQ(r.profile.period, 24u);
 }
 
 TEST(KnownPattern, ThreeCopiesMarked) {
-  const ProfiledRun r = run_profiled("copies_marked", {"--mark", "--steps", "8", "--copies", "3", "--sync-arm-ms", "200"});
+  const ProfiledRun r = run_profiled("copies_marked", {"--mark", "--steps", "8", "--copies", "3", "--sync-arm-ms", "2000"});
   ASSERT_TRUE(exited_ok(r.run)) << r.run.err;
   ASSERT_TRUE(r.profile_ok) << r.profile_error;
   const PatternScore s = score_profile(r.profile, r.truth);

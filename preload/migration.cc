@@ -4,6 +4,7 @@
 
 #include "logging.h"
 #include "manager.h"
+#include "runtime.h"
 #include "runtime_state.h"
 
 namespace sentinel::rt {
@@ -47,10 +48,7 @@ class RuntimeOwner final : public migrate::Owner {
     if (before & kFreed) {
       // free() left the extent to us: hand it back to the heap now that no page is in flight.
       r.move_flags.store(0, std::memory_order_relaxed);
-      const uint8_t pool = r.pool;
-      const uint64_t extent = r.extent_bytes;
-      g_state.heap.release(slot, g_state.placer.drops_pages_on_free(pool));  // pages first, then the budget
-      g_state.placer.release(pool, extent);
+      release_extent(slot);
     }
   }
 };
@@ -96,6 +94,7 @@ migrate::Ticket migration_move_slot(uint32_t slot, uint32_t generation, uint8_t 
   if (to == r.pool || !r.move_flags.compare_exchange_strong(expected, kMoving, std::memory_order_acq_rel)) {
     return {};  // already there, or a move of this object is in flight
   }
+  if (to == place::kFastPool) make_fast_room(r.extent_bytes);
   if (!g_state.placer.begin_move(to, r.extent_bytes)) {
     r.move_flags.store(0, std::memory_order_release);
     g_refused_budget.fetch_add(1, std::memory_order_relaxed);

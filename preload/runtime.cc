@@ -157,17 +157,31 @@ __attribute__((noinline)) void* alloc_object(size_t size, size_t align, bool* ze
   bool fresh_zero = false;
   const uint64_t request = reserve > size ? reserve : size;
   const uint64_t extent = place::extent_bytes_for(request);
-  const place::Decision d = s.placer.choose(extent, c.want);
-  if (c.want == place::Want::kFast && d.forced_slow) {
-    s.counters.planned_fast_forced_slow.fetch_add(1, std::memory_order_relaxed);
+  const bool parking = s.placer.drops_pages_on_free(place::kFastPool);
+  place::Decision d;
+  uint32_t slot = kNoSlot;
+  if (parking && c.want != place::Want::kSlow) {
+    // A parked fast extent of this class: its pages are resident and its bytes already in the budget.
+    slot = s.heap.allocate(request, align, place::kFastPool, &fresh_zero, /*resident_only=*/true);
+    if (slot != kNoSlot) d = s.placer.reuse_parked_fast(extent);
   }
-  const uint32_t slot = s.heap.allocate(request, align, d.pool, &fresh_zero);
   if (slot == kNoSlot) {
-    s.placer.release(d.pool, extent);
-    s.counters.heap_full_fallbacks.fetch_add(1, std::memory_order_relaxed);
-    s.events.fill(c.ticket, ObjectEvent{ObjectEventKind::kAborted});
-    if (c.ticket != EventRing::kNoTicket) wake_service();
-    return nullptr;
+    if (parking && c.want != place::Want::kSlow) make_fast_room(extent);
+    d = s.placer.choose(extent, c.want);
+    if (c.want == place::Want::kFast && d.forced_slow) {
+      s.counters.planned_fast_forced_slow.fetch_add(1, std::memory_order_relaxed);
+    }
+    slot = s.heap.allocate(request, align, d.pool, &fresh_zero);
+    if (slot == kNoSlot) {
+      s.placer.release(d.pool, extent);
+      s.counters.heap_full_fallbacks.fetch_add(1, std::memory_order_relaxed);
+      s.events.fill(c.ticket, ObjectEvent{ObjectEventKind::kAborted});
+      if (c.ticket != EventRing::kNoTicket) wake_service();
+      return nullptr;
+    }
+    // A parked extent freed concurrently may have come out of the cache after all: the new reservation
+    // counts it now, so its parked bytes leave the budget.
+    if (parking && d.pool == place::kFastPool && !fresh_zero) s.placer.unpark_fast(extent, false);
   }
   ObjectRecord& r = s.heap.record(slot);
   if (s.placer.enabled() && r.bound_node_plus1 != d.node + 1) {
@@ -228,15 +242,36 @@ void free_object(void* p) noexcept {
   // No sampled window may stay protected once the extent can be handed to another object.
   profiler_on_free(slot);
   if (migration_on_free(slot)) return;  // a running move hands the extent back when it ends
-  // Pages first, then the budget: a fast extent's bytes are handed back to the budget only once its
-  // pages are gone, so another object can never be counted into memory these pages still hold.
-  const uint8_t pool = r.pool;
-  const uint64_t extent = r.extent_bytes;
-  s.heap.release(slot, s.placer.drops_pages_on_free(pool));
-  s.placer.release(pool, extent);
+  release_extent(slot);
 }
 
 }  // namespace
+
+void release_extent(uint32_t slot) noexcept {
+  State& s = g_state;
+  const ObjectRecord& r = s.heap.record(slot);
+  const uint8_t pool = r.pool;
+  const uint64_t extent = r.extent_bytes;
+  if (!s.placer.drops_pages_on_free(pool)) {
+    s.heap.release(slot);
+    s.placer.release(pool, extent);
+    return;
+  }
+  // Under a budget a freed fast extent keeps its pages for the next object of its class (dropping them made
+  // each step fault all its fast pages in again), and its bytes stay in the budget as parked. Parked
+  // before the extent is in the cache, so a concurrent reuse never finds it uncounted.
+  s.placer.park_fast(extent);
+  if (!s.heap.release(slot)) s.placer.unpark_fast(extent, false);  // the cache limit dropped the pages
+}
+
+void make_fast_room(uint64_t extent) noexcept {
+  State& s = g_state;
+  if (s.placer.parked_fast_bytes() == 0) return;
+  const uint64_t shortfall = s.placer.fast_shortfall(extent);
+  if (shortfall == 0) return;
+  const uint64_t dropped = s.heap.trim_cached(place::kFastPool, shortfall);  // pages first,
+  if (dropped > 0) s.placer.unpark_fast(dropped, true);                     // then the budget
+}
 
 void mark_thread_internal() noexcept { t_inside = 1; }
 

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace sentinel::rt {
 
@@ -33,6 +34,13 @@ void mark_thread_internal() noexcept;
 bool thread_inside_sentinel() noexcept;
 // Wakes the service thread (futex); safe inside malloc.
 void wake_service() noexcept;
+
+// The fast budget's parked extents (freed fast extents that keep their pages; place/budget_placer.h).
+// release_extent hands a freed object's extent back to the heap (parked when the budget allows it, else
+// pages first, then the budget). make_fast_room returns parked pages until a fast reservation of `extent`
+// bytes fits, or none is left. Both may call madvise; neither holds a lock across it.
+void release_extent(uint32_t slot) noexcept;
+void make_fast_room(uint64_t extent) noexcept;
 
 // Process lifecycle, called from the library constructor and the atexit handler.
 void initialise() noexcept;

@@ -74,6 +74,9 @@ void add_placement(Json& j, const State& s) {
   j[key::kPeakSlowBytes] = p.peak_slow_bytes;
   j[key::kForcedSlowAllocations] = p.forced_slow_allocations;
   j[key::kPlannedSlowAllocations] = p.planned_slow_allocations;
+  j[key::kFastParkedBytes] = p.fast_parked_bytes;
+  j[key::kParkedFastReuses] = p.parked_reuses;
+  j[key::kParkedFastTrimmedBytes] = p.parked_trimmed_bytes;
   j[key::kBindFailures] = p.bind_failures;
   const MigrationReport mig = migration_report();
   j[key::kMigrationEnabled] = mig.enabled;

@@ -61,7 +61,7 @@ void status_publish(bool now) noexcept {
     s.steps = c.steps_detected;
     s.current_step = c.current_step;
     const place::PlacerStats p = g_state.placer.stats();
-    s.dram_bytes = p.enabled ? p.fast_live_bytes : c.live_bytes;
+    s.dram_bytes = p.enabled ? p.fast_live_bytes + p.fast_parked_bytes : c.live_bytes;
     s.budget_bytes = p.budget_bytes == ~uint64_t{0} ? 0 : p.budget_bytes;
     const MigrationReport mig = migration_report();
     s.migrations = mig.engine.moves_done;

@@ -60,17 +60,29 @@ void ObjectHeap::destroy() noexcept {
   size_ = 0;
 }
 
-uint32_t ObjectHeap::pop_cached_locked(uint32_t cls, uint8_t pool, uint64_t align) noexcept {
-  const uint32_t head = cache_head_[cls][pool];
-  if (head == 0) return kNoSlot;
-  const uint32_t slot = head - 1;
+uint32_t ObjectHeap::pop_cached_locked(uint32_t cls, uint8_t pool, uint64_t align, bool resident_only) noexcept {
+  for (int resident = 1; resident >= (resident_only ? 1 : 0); --resident) {
+    uint32_t& head = cache_head_[cls][pool][resident];
+    if (head == 0) continue;
+    const uint32_t slot = head - 1;
+    ObjectRecord& r = records_[slot];
+    if ((r.start & (align - 1)) != 0) continue;  // rare: over-aligned request; try the other list or carve
+    head = r.next_cached == kNoSlot ? 0 : r.next_cached + 1;
+    stats_.cached_bytes -= r.extent_bytes;
+    if (r.resident) stats_.cached_resident_bytes -= r.extent_bytes;
+    ++stats_.extents_reused;
+    return slot;
+  }
+  return kNoSlot;
+}
+
+void ObjectHeap::push_cached_locked(uint32_t slot) noexcept {
   ObjectRecord& r = records_[slot];
-  if ((r.start & (align - 1)) != 0) return kNoSlot;  // rare: over-aligned request; carve instead
-  cache_head_[cls][pool] = r.next_cached == kNoSlot ? 0 : r.next_cached + 1;
-  stats_.cached_bytes -= r.extent_bytes;
-  if (r.resident) stats_.cached_resident_bytes -= r.extent_bytes;
-  ++stats_.extents_reused;
-  return slot;
+  uint32_t& head = cache_head_[r.size_class][r.pool][r.resident ? 1 : 0];
+  r.next_cached = head == 0 ? kNoSlot : head - 1;
+  head = slot + 1;
+  stats_.cached_bytes += r.extent_bytes;
+  if (r.resident) stats_.cached_resident_bytes += r.extent_bytes;
 }
 
 uint32_t ObjectHeap::carve_locked(uint32_t cls, uint64_t align, uintptr_t* start) noexcept {
@@ -94,7 +106,7 @@ uint32_t ObjectHeap::carve_locked(uint32_t cls, uint64_t align, uintptr_t* start
   return slot;
 }
 
-uint32_t ObjectHeap::allocate(uint64_t size, uint64_t align, uint8_t pool, bool* zeroed) noexcept {
+uint32_t ObjectHeap::allocate(uint64_t size, uint64_t align, uint8_t pool, bool* zeroed, bool resident_only) noexcept {
   if (size == 0 || size > size_ / 2 || pool >= kMaxPools) return kNoSlot;
   if (align < kPageSize) align = kPageSize;
   if (align > kHugePageSize || (align & (align - 1)) != 0) return kNoSlot;
@@ -106,8 +118,9 @@ uint32_t ObjectHeap::allocate(uint64_t size, uint64_t align, uint8_t pool, bool*
   bool fresh = false;
   {
     SpinGuard guard(lock_);
-    slot = pop_cached_locked(cls, pool, align);
+    slot = pop_cached_locked(cls, pool, align, resident_only);
     if (slot == kNoSlot) {
+      if (resident_only) return kNoSlot;
       slot = carve_locked(cls, align, &start);
       if (slot == kNoSlot) {
         ++stats_.out_of_space;
@@ -156,7 +169,7 @@ uint32_t ObjectHeap::slot_of(const void* p) const noexcept {
   return r.start == a ? v - 1 : kNoSlot;
 }
 
-void ObjectHeap::release(uint32_t slot, bool drop_pages) noexcept {
+bool ObjectHeap::release(uint32_t slot, bool drop_pages) noexcept {
   ObjectRecord& r = records_[slot];
   r.size = 0;
   r.state.store(ExtentState::kCached, std::memory_order_release);
@@ -172,11 +185,48 @@ void ObjectHeap::release(uint32_t slot, bool drop_pages) noexcept {
   }
   SpinGuard guard(lock_);
   if (trim && !r.resident) ++stats_.extents_trimmed;
-  const uint32_t head = cache_head_[r.size_class][r.pool];
-  r.next_cached = head == 0 ? kNoSlot : head - 1;
-  cache_head_[r.size_class][r.pool] = slot + 1;
-  stats_.cached_bytes += r.extent_bytes;
-  if (r.resident) stats_.cached_resident_bytes += r.extent_bytes;
+  push_cached_locked(slot);
+  return r.resident;
+}
+
+uint64_t ObjectHeap::trim_cached(uint8_t pool, uint64_t bytes) noexcept {
+  if (pool >= kMaxPools || bytes == 0) return 0;
+  // Take resident extents out of the cache (chained through next_cached), so no allocation can hand one
+  // out while its pages are being dropped.
+  uint32_t taken = kNoSlot;
+  uint64_t taken_bytes = 0;
+  {
+    SpinGuard guard(lock_);
+    for (uint32_t cls = kNumSizeClasses; cls-- > 0 && taken_bytes < bytes;) {
+      uint32_t& head = cache_head_[cls][pool][1];
+      while (head != 0 && taken_bytes < bytes) {
+        const uint32_t slot = head - 1;
+        ObjectRecord& r = records_[slot];
+        head = r.next_cached == kNoSlot ? 0 : r.next_cached + 1;
+        stats_.cached_bytes -= r.extent_bytes;
+        stats_.cached_resident_bytes -= r.extent_bytes;
+        r.next_cached = taken;
+        taken = slot;
+        taken_bytes += r.extent_bytes;
+      }
+    }
+  }
+  uint64_t dropped = 0;
+  for (uint32_t slot = taken; slot != kNoSlot; slot = records_[slot].next_cached) {
+    ObjectRecord& r = records_[slot];
+    if (os::madvise(reinterpret_cast<void*>(r.start), r.extent_bytes, MADV_DONTNEED) == 0) {
+      r.resident = false;
+      dropped += r.extent_bytes;
+    }
+  }
+  SpinGuard guard(lock_);
+  while (taken != kNoSlot) {
+    const uint32_t slot = taken;
+    taken = records_[slot].next_cached;
+    if (!records_[slot].resident) ++stats_.extents_trimmed;
+    push_cached_locked(slot);
+  }
+  return dropped;
 }
 
 HeapStats ObjectHeap::stats() const noexcept {

@@ -7,6 +7,9 @@
 // is handed out again to the next object of its class in that pool (a pool stands for a memory node, so
 // recycled pages are already where the new object should live). When the resident bytes in the cache
 // pass a limit, further freed extents are returned to the kernel with MADV_DONTNEED before caching.
+// Each (size class, pool) keeps two lists, extents whose pages are resident and extents whose pages were
+// returned: allocation takes a resident one first (no page faults), and trim_cached() can return a
+// pool's resident pages without walking past returned ones.
 //
 // Every extent has a record in a fixed table; a page index maps an extent's first page to its record.
 //
@@ -83,15 +86,22 @@ class ObjectHeap {
   // (a power of two, at most 2 MiB), taken from `pool`'s cache when possible; kNoSlot when full.
   // The record's state is kLive and its object fields are reset; the caller fills them in. *zeroed tells
   // whether the extent is known to read as zeros (never used, or returned to the kernel since).
-  uint32_t allocate(uint64_t size, uint64_t align, uint8_t pool, bool* zeroed) noexcept;
+  // With `resident_only` it takes only a cached extent whose pages are resident and never carves.
+  uint32_t allocate(uint64_t size, uint64_t align, uint8_t pool, bool* zeroed, bool resident_only = false) noexcept;
 
   // The slot whose extent starts exactly at p, or kNoSlot (interior or foreign pointer).
   uint32_t slot_of(const void* p) const noexcept;
 
   // Returns a live extent to its pool's cache. May call madvise (without holding the lock). With
-  // `drop_pages` the extent's pages are returned to the kernel whatever the cache holds (a pool whose
-  // resident bytes are capped by a budget: cached pages would sit in that memory outside the budget).
-  void release(uint32_t slot, bool drop_pages = false) noexcept;
+  // `drop_pages` the extent's pages are returned to the kernel whatever the cache holds. Returns whether
+  // the cached extent's pages are still resident (false when dropped here, by request or by the cache
+  // limit, or already before).
+  bool release(uint32_t slot, bool drop_pages = false) noexcept;
+
+  // Returns to the kernel the pages of cached resident extents of `pool`, largest classes first, until at
+  // least `bytes` are dropped or none is left. Returns the bytes whose pages were dropped. The extents stay
+  // cached (as returned ones). Holds the lock only to take extents out of and back into the cache.
+  uint64_t trim_cached(uint8_t pool, uint64_t bytes) noexcept;
 
   ObjectRecord& record(uint32_t slot) noexcept { return records_[slot]; }
   const ObjectRecord& record(uint32_t slot) const noexcept { return records_[slot]; }
@@ -109,7 +119,8 @@ class ObjectHeap {
   void reset_after_fork_child() noexcept { lock_.reset_after_fork(); }
 
  private:
-  uint32_t pop_cached_locked(uint32_t cls, uint8_t pool, uint64_t align) noexcept;
+  uint32_t pop_cached_locked(uint32_t cls, uint8_t pool, uint64_t align, bool resident_only) noexcept;
+  void push_cached_locked(uint32_t slot) noexcept;
   uint32_t carve_locked(uint32_t cls, uint64_t align, uintptr_t* start) noexcept;
 
   uintptr_t base_ = 0;
@@ -124,7 +135,8 @@ class ObjectHeap {
   mutable SpinLock lock_;
   uintptr_t low_ = 0;   // next free address for small extents (grows up)
   uintptr_t high_ = 0;  // end of free space for huge extents (grows down)
-  uint32_t cache_head_[kNumSizeClasses][kMaxPools] = {};
+  // Slot + 1 of each cache list's first extent, 0 when empty; [.][.][1]: resident pages, [0]: returned.
+  uint32_t cache_head_[kNumSizeClasses][kMaxPools][2] = {};
   HeapStats stats_;
   std::atomic<uint64_t> cache_limit_{64ull << 20};
 };

@@ -51,6 +51,9 @@ inline constexpr const char kPeakFastBytes[] = "peak_fast_bytes";
 inline constexpr const char kPeakSlowBytes[] = "peak_slow_bytes";
 inline constexpr const char kForcedSlowAllocations[] = "forced_slow_allocations";
 inline constexpr const char kPlannedSlowAllocations[] = "planned_slow_allocations";
+inline constexpr const char kFastParkedBytes[] = "fast_parked_bytes";
+inline constexpr const char kParkedFastReuses[] = "parked_fast_reuses";
+inline constexpr const char kParkedFastTrimmedBytes[] = "parked_fast_trimmed_bytes";
 inline constexpr const char kBindFailures[] = "bind_failures";
 inline constexpr const char kMigrationEnabled[] = "migration_enabled";
 inline constexpr const char kMigrationsDone[] = "migrations_done";
@@ -112,7 +115,7 @@ inline constexpr const char kProfileSource[] = "profile_source";
 inline constexpr const char kPlansFromLocalRank0Profile[] = "plans_from_local_rank0_profile";
 inline constexpr const char kMode[] = "mode";
 
-inline constexpr std::array<std::string_view, 99> kAll = {
+inline constexpr std::array<std::string_view, 102> kAll = {
     kPid,
     kRank,
     kForkedChildren,
@@ -155,6 +158,9 @@ inline constexpr std::array<std::string_view, 99> kAll = {
     kPeakSlowBytes,
     kForcedSlowAllocations,
     kPlannedSlowAllocations,
+    kFastParkedBytes,
+    kParkedFastReuses,
+    kParkedFastTrimmedBytes,
     kBindFailures,
     kMigrationEnabled,
     kMigrationsDone,

@@ -29,7 +29,7 @@ bool BudgetPlacer::configure(const PlacerConfig& config, std::string_view* why) 
   enabled_ = slow_node_ >= 0;
   budget_ = config.budget;
   mode_ = config.mode;
-  for (auto* c : {&fast_live_, &slow_live_, &total_live_, &peak_fast_, &peak_slow_, &peak_total_,
+  for (auto* c : {&fast_live_, &fast_parked_, &parked_reuses_, &parked_trimmed_, &slow_live_, &total_live_, &peak_fast_, &peak_slow_, &peak_total_,
                   &step_peak_, &fast_allocs_, &slow_allocs_, &forced_slow_, &planned_slow_, &binds_, &bind_failures_,
                   &rebinds_, &release_errors_}) {
     c->store(0, std::memory_order_relaxed);
@@ -150,6 +150,37 @@ void BudgetPlacer::subtract_clamped(std::atomic<uint64_t>& live, uint64_t bytes,
   if (cur < bytes) errors.fetch_add(1, std::memory_order_relaxed);
 }
 
+void BudgetPlacer::park_fast(uint64_t extent_bytes) noexcept {
+  // Counted as parked before it leaves the live count, so the two never both miss it.
+  fast_parked_.fetch_add(extent_bytes, std::memory_order_acq_rel);
+  std::atomic<uint64_t> ignored{0};
+  subtract_clamped(total_live_, extent_bytes, ignored);
+}
+
+Decision BudgetPlacer::reuse_parked_fast(uint64_t extent_bytes) noexcept {
+  raise(peak_total_, total_live_.fetch_add(extent_bytes, std::memory_order_acq_rel) + extent_bytes);
+  subtract_clamped(fast_parked_, extent_bytes, release_errors_);
+  fast_allocs_.fetch_add(1, std::memory_order_relaxed);
+  parked_reuses_.fetch_add(1, std::memory_order_relaxed);
+  Decision d;
+  d.pool = kFastPool;
+  d.node = fast_node_;
+  return d;
+}
+
+void BudgetPlacer::unpark_fast(uint64_t extent_bytes, bool trimmed_for_room) noexcept {
+  subtract_clamped(fast_parked_, extent_bytes, release_errors_);
+  release_fast(extent_bytes);
+  if (trimmed_for_room) parked_trimmed_.fetch_add(extent_bytes, std::memory_order_relaxed);
+}
+
+uint64_t BudgetPlacer::fast_shortfall(uint64_t extent_bytes) const noexcept {
+  const uint64_t budget = budget_bytes();
+  const uint64_t fast = fast_live_.load(std::memory_order_relaxed);
+  if (fast <= budget && extent_bytes <= budget - fast) return 0;
+  return fast > budget ? extent_bytes : extent_bytes - (budget - fast);
+}
+
 bool BudgetPlacer::begin_move(uint8_t to, uint64_t extent_bytes) noexcept {
   if (!enabled_ || (to != kFastPool && to != kSlowPool)) return false;
   if (to == kSlowPool) {
@@ -208,7 +239,11 @@ PlacerStats BudgetPlacer::stats() const noexcept {
   s.budget_kind = enabled_ ? budget_.kind : BudgetKind::kUnlimited;
   s.budget_percent_ppm = budget_.kind == BudgetKind::kPercent ? budget_.percent_ppm : 0;
   s.budget_resolved = resolved_.load(std::memory_order_acquire);
-  s.fast_live_bytes = fast_live_.load(std::memory_order_acquire);
+  s.fast_parked_bytes = fast_parked_.load(std::memory_order_acquire);
+  const uint64_t held = fast_live_.load(std::memory_order_acquire);
+  s.fast_live_bytes = held > s.fast_parked_bytes ? held - s.fast_parked_bytes : 0;
+  s.parked_reuses = parked_reuses_.load(std::memory_order_relaxed);
+  s.parked_trimmed_bytes = parked_trimmed_.load(std::memory_order_relaxed);
   s.slow_live_bytes = slow_live_.load(std::memory_order_relaxed);
   s.peak_fast_bytes = peak_fast_.load(std::memory_order_relaxed);
   s.peak_slow_bytes = peak_slow_.load(std::memory_order_relaxed);

@@ -5,7 +5,14 @@
 // can be resident. choose() reserves an object's bytes against the budget with a CAS loop, so
 // concurrent allocations can never overshoot; release() returns them when the object is freed.
 //
-// Invariant: fast_live_bytes <= budget_bytes() at every instant. The budget never decreases:
+// Parked extents: under a budget a freed fast extent keeps its pages for the next object of its size class
+// (dropping them made every step fault its fast pages in again). Its bytes stay counted against the budget,
+// as "parked" rather than live, until an object reuses the extent (reuse_parked_fast) or its pages are
+// returned to the kernel (unpark_fast). A reservation that does not fit while bytes are parked is the
+// caller's cue to drop parked pages first (ObjectHeap::trim_cached, then unpark_fast).
+//
+// Invariant: fast_live_bytes + fast_parked_bytes <= budget_bytes() at every instant. The budget never
+// decreases:
 //   - bytes budget: fixed at configure();
 //   - percentage budget: p% of max(highest peak given to update_peak, highest total live extent bytes
 //     seen by choose()). Until the first update_peak() the budget is "provisional" (the step's peak is
@@ -72,6 +79,9 @@ struct PlacerStats {
   bool budget_resolved = false;  // bytes budget, or a step peak has been reported
   uint64_t budget_bytes = 0;     // current budget (UINT64_MAX when unlimited)
   uint64_t fast_live_bytes = 0, slow_live_bytes = 0;
+  uint64_t fast_parked_bytes = 0;  // freed fast extents whose pages are kept (counted in the budget)
+  uint64_t parked_reuses = 0;      // objects given a parked extent
+  uint64_t parked_trimmed_bytes = 0;  // parked bytes whose pages were returned to make room
   uint64_t peak_fast_bytes = 0, peak_slow_bytes = 0, peak_total_bytes = 0;
   uint64_t fast_allocations = 0, slow_allocations = 0;
   uint64_t forced_slow_allocations = 0;
@@ -118,6 +128,18 @@ class BudgetPlacer {
   Decision choose(uint64_t extent_bytes, Want want = Want::kAny) noexcept;
   // Returns the bytes of a freed object (or of a choose() whose allocation then failed).
   void release(uint8_t pool, uint64_t extent_bytes) noexcept;
+  // Parking (see the header comment). park_fast: a live fast object was freed and its extent keeps its
+  // pages. reuse_parked_fast: a new object takes a parked extent (no new reservation: the bytes were
+  // counted). unpark_fast: parked bytes leave the budget, after their pages were dropped or because a
+  // fresh reservation now counts the extent. trimmed_for_room says which, for the stats.
+  void park_fast(uint64_t extent_bytes) noexcept;
+  Decision reuse_parked_fast(uint64_t extent_bytes) noexcept;
+  void unpark_fast(uint64_t extent_bytes, bool trimmed_for_room) noexcept;
+  uint64_t parked_fast_bytes() const noexcept { return fast_parked_.load(std::memory_order_relaxed); }
+  // Bytes by which a fast reservation of `extent_bytes` would exceed the budget now (0: it fits). A hint:
+  // other threads may change it at once.
+  uint64_t fast_shortfall(uint64_t extent_bytes) const noexcept;
+
   // Migration accounting. A live object's bytes are counted in the pool it moves to from the moment its
   // move is queued until the move ends, and in the pool it leaves until then too: an object in flight
   // occupies both tiers, so the budget holds while pages are being copied.
@@ -157,7 +179,10 @@ class BudgetPlacer {
   BindMode mode_ = BindMode::kPreferred;
   HostLedger* ledger_ = nullptr;
 
-  std::atomic<uint64_t> fast_live_{0};
+  std::atomic<uint64_t> fast_live_{0};  // live and parked fast bytes: what the budget bounds
+  std::atomic<uint64_t> fast_parked_{0};
+  std::atomic<uint64_t> parked_reuses_{0};
+  std::atomic<uint64_t> parked_trimmed_{0};
   std::atomic<uint64_t> slow_live_{0};
   std::atomic<uint64_t> total_live_{0};
   std::atomic<uint64_t> peak_fast_{0};

@@ -93,6 +93,52 @@ TEST_F(ObjectHeapTest, ReportsWhetherMemoryIsZero) {
   EXPECT_EQ(heap_.stats().extents_trimmed, 1u);
 }
 
+// A class's returned extents must not hide its resident ones: allocation takes resident pages first (no
+// page faults), and resident_only never carves or hands out returned pages.
+TEST_F(ObjectHeapTest, ResidentExtentsAreReusedBeforeReturnedOnes) {
+  heap_.set_cache_limit(1ull << 30);
+  const uint32_t kept = alloc(100000), dropped = alloc(100000);
+  const uintptr_t kept_start = heap_.record(kept).start;
+  EXPECT_TRUE(heap_.release(kept));
+  EXPECT_FALSE(heap_.release(dropped, /*drop_pages=*/true));  // pushed last: head of a shared list
+  bool zeroed = true;
+  const uint32_t again = heap_.allocate(100000, kPageSize, 0, &zeroed, /*resident_only=*/true);
+  ASSERT_NE(again, kNoSlot);
+  EXPECT_EQ(heap_.record(again).start, kept_start);
+  EXPECT_FALSE(zeroed);
+  EXPECT_EQ(heap_.allocate(100000, kPageSize, 0, &zeroed, true), kNoSlot) << "only a returned extent is left";
+  EXPECT_EQ(heap_.allocate(300000, kPageSize, 0, &zeroed, true), kNoSlot) << "resident_only must not carve";
+  const uint32_t returned = heap_.allocate(100000, kPageSize, 0, &zeroed);
+  ASSERT_NE(returned, kNoSlot);
+  EXPECT_TRUE(zeroed);
+}
+
+TEST_F(ObjectHeapTest, TrimCachedReturnsOnlyThatPoolsResidentPages) {
+  heap_.set_cache_limit(1ull << 30);
+  const uint32_t small = alloc(100000), big = alloc(1000000), other_pool = alloc(1000000, kPageSize, 1);
+  for (uint32_t s : {small, big, other_pool}) {
+    std::memset(reinterpret_cast<void*>(heap_.record(s).start), 0xcd, heap_.record(s).extent_bytes);
+    EXPECT_TRUE(heap_.release(s));
+  }
+  const uint64_t big_bytes = heap_.record(big).extent_bytes, small_bytes = heap_.record(small).extent_bytes;
+  const uint64_t resident_before = heap_.stats().cached_resident_bytes;
+  // Largest first: asking for one byte returns the 1 MB class only.
+  EXPECT_EQ(heap_.trim_cached(0, 1), big_bytes);
+  EXPECT_EQ(heap_.stats().cached_resident_bytes, resident_before - big_bytes);
+  EXPECT_EQ(heap_.stats().extents_trimmed, 1u);
+  EXPECT_EQ(heap_.trim_cached(0, ~uint64_t{0}), small_bytes);
+  EXPECT_EQ(heap_.trim_cached(0, ~uint64_t{0}), 0u) << "nothing resident left in pool 0";
+  EXPECT_EQ(heap_.stats().cached_resident_bytes, heap_.record(other_pool).extent_bytes);
+  // Trimmed extents stay cached and read as zeros when handed out again.
+  bool zeroed = false;
+  const uint32_t s = heap_.allocate(1000000, kPageSize, 0, &zeroed);
+  EXPECT_EQ(s, big);
+  EXPECT_TRUE(zeroed);
+  const auto* bytes = reinterpret_cast<const unsigned char*>(heap_.record(s).start);
+  for (uint64_t i = 0; i < big_bytes; i += kPageSize) ASSERT_EQ(bytes[i], 0) << i;
+  EXPECT_EQ(heap_.stats().extents_reused, 1u);
+}
+
 TEST_F(ObjectHeapTest, HonoursLargeAlignment) {
   for (uint64_t align : {uint64_t{8192}, uint64_t{65536}, uint64_t{1} << 20, kHugePageSize}) {
     const uint32_t s = alloc(70000, align);

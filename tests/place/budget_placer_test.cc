@@ -145,6 +145,54 @@ TEST(BudgetPlacer, PercentageFollowsThePeakUntilAStepIsKnown) {
   EXPECT_LE(s.peak_fast_bytes, s.budget_bytes);
 }
 
+// Parked bytes (freed fast extents that keep their pages) count against the budget until reused or
+// dropped, and are not live objects: a percentage budget's peak and the live figure leave them out.
+TEST(BudgetPlacer, ParkedBytesStayInTheBudgetUntilReusedOrDropped) {
+  BudgetPlacer p;
+  ASSERT_TRUE(p.configure(two_nodes({BudgetKind::kBytes, 1 * M, 0}), nullptr));
+  ASSERT_EQ(p.choose(512 * K).pool, kFastPool);
+  ASSERT_EQ(p.choose(256 * K).pool, kFastPool);
+  p.park_fast(512 * K);
+  PlacerStats s = p.stats();
+  EXPECT_EQ(s.fast_live_bytes, 256 * K);
+  EXPECT_EQ(s.fast_parked_bytes, 512 * K);
+  EXPECT_EQ(p.fast_shortfall(256 * K), 0u);
+  EXPECT_EQ(p.fast_shortfall(512 * K), 256 * K);
+  EXPECT_EQ(p.choose(512 * K).pool, kSlowPool) << "the parked bytes still hold fast memory";
+  // Reuse: no new reservation, the bytes move from parked to live.
+  const Decision d = p.reuse_parked_fast(512 * K);
+  EXPECT_EQ(d.pool, kFastPool);
+  EXPECT_EQ(d.node, 0);
+  s = p.stats();
+  EXPECT_EQ(s.fast_live_bytes, 768 * K);
+  EXPECT_EQ(s.fast_parked_bytes, 0u);
+  EXPECT_EQ(s.parked_reuses, 1u);
+  EXPECT_EQ(s.peak_fast_bytes, 768 * K);
+  // Dropped for room: the bytes leave the budget and a new reservation fits.
+  p.park_fast(512 * K);
+  p.unpark_fast(512 * K, /*trimmed_for_room=*/true);
+  s = p.stats();
+  EXPECT_EQ(s.fast_parked_bytes, 0u);
+  EXPECT_EQ(s.parked_trimmed_bytes, 512 * K);
+  EXPECT_EQ(s.fast_live_bytes, 256 * K);
+  EXPECT_EQ(p.choose(768 * K).pool, kFastPool);
+  EXPECT_LE(p.stats().peak_fast_bytes, 1 * M);
+  EXPECT_EQ(p.stats().release_errors, 0u);
+}
+
+TEST(BudgetPlacer, ParkedBytesAreNotLiveForAPercentageBudget) {
+  BudgetPlacer p;
+  ASSERT_TRUE(p.configure(two_nodes({BudgetKind::kPercent, 0, 500000}), nullptr));  // 50%
+  EXPECT_EQ(p.choose(100 * K).pool, kSlowPool);  // peak 100K, budget 50K
+  EXPECT_EQ(p.choose(100 * K).pool, kFastPool);  // peak 200K, budget 100K
+  p.park_fast(100 * K);
+  p.release(kSlowPool, 100 * K);
+  // Live is 0 now; a reuse counts 100K live again and the peak stays 200K.
+  EXPECT_EQ(p.reuse_parked_fast(100 * K).pool, kFastPool);
+  EXPECT_EQ(p.stats().peak_total_bytes, 200 * K);
+  EXPECT_EQ(p.stats().fast_live_bytes, 100 * K);
+}
+
 TEST(BudgetPlacer, ReleaseNeverWrapsAround) {
   BudgetPlacer p;
   ASSERT_TRUE(p.configure(two_nodes({BudgetKind::kBytes, 1 * M, 0}), nullptr));

@@ -197,18 +197,29 @@ uint64_t ObjectHeap::trim_cached(uint8_t pool, uint64_t bytes) noexcept {
   uint64_t taken_bytes = 0;
   {
     SpinGuard guard(lock_);
-    for (uint32_t cls = kNumSizeClasses; cls-- > 0 && taken_bytes < bytes;) {
+    auto take_head = [&](uint32_t cls) {
       uint32_t& head = cache_head_[cls][pool][1];
-      while (head != 0 && taken_bytes < bytes) {
-        const uint32_t slot = head - 1;
-        ObjectRecord& r = records_[slot];
-        head = r.next_cached == kNoSlot ? 0 : r.next_cached + 1;
-        stats_.cached_bytes -= r.extent_bytes;
-        stats_.cached_resident_bytes -= r.extent_bytes;
-        r.next_cached = taken;
-        taken = slot;
-        taken_bytes += r.extent_bytes;
+      const uint32_t slot = head - 1;
+      ObjectRecord& r = records_[slot];
+      head = r.next_cached == kNoSlot ? 0 : r.next_cached + 1;
+      stats_.cached_bytes -= r.extent_bytes;
+      stats_.cached_resident_bytes -= r.extent_bytes;
+      r.next_cached = taken;
+      taken = slot;
+      taken_bytes += r.extent_bytes;
+    };
+    // Every page dropped faults in again when its class is next used: one extent of the smallest class
+    // that covers the request drops the fewest; failing that, the largest classes first.
+    const uint32_t fits = bytes > class_pages(kNumSizeClasses - 1) * kPageSize ? kNumSizeClasses
+                                                                               : size_class_of_pages(pages_for(bytes));
+    for (uint32_t cls = fits; cls < kNumSizeClasses; ++cls) {
+      if (cache_head_[cls][pool][1] != 0) {
+        take_head(cls);
+        break;
       }
+    }
+    for (uint32_t cls = kNumSizeClasses; cls-- > 0 && taken_bytes < bytes;) {
+      while (cache_head_[cls][pool][1] != 0 && taken_bytes < bytes) take_head(cls);
     }
   }
   uint64_t dropped = 0;

@@ -98,8 +98,9 @@ class ObjectHeap {
   // limit, or already before).
   bool release(uint32_t slot, bool drop_pages = false) noexcept;
 
-  // Returns to the kernel the pages of cached resident extents of `pool`, largest classes first, until at
-  // least `bytes` are dropped or none is left. Returns the bytes whose pages were dropped. The extents stay
+  // Returns to the kernel the pages of cached resident extents of `pool` until at least `bytes` are
+  // dropped or none is left: one extent of the smallest class that covers `bytes` if there is one, else
+  // the largest classes first. Returns the bytes whose pages were dropped. The extents stay
   // cached (as returned ones). Holds the lock only to take extents out of and back into the cache.
   uint64_t trim_cached(uint8_t pool, uint64_t bytes) noexcept;
 

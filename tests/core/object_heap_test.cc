@@ -122,11 +122,11 @@ TEST_F(ObjectHeapTest, TrimCachedReturnsOnlyThatPoolsResidentPages) {
   }
   const uint64_t big_bytes = heap_.record(big).extent_bytes, small_bytes = heap_.record(small).extent_bytes;
   const uint64_t resident_before = heap_.stats().cached_resident_bytes;
-  // Largest first: asking for one byte returns the 1 MB class only.
-  EXPECT_EQ(heap_.trim_cached(0, 1), big_bytes);
-  EXPECT_EQ(heap_.stats().cached_resident_bytes, resident_before - big_bytes);
+  // One extent of the smallest class that covers the request: a page's worth drops the 100 KB one.
+  EXPECT_EQ(heap_.trim_cached(0, kPageSize), small_bytes);
+  EXPECT_EQ(heap_.stats().cached_resident_bytes, resident_before - small_bytes);
   EXPECT_EQ(heap_.stats().extents_trimmed, 1u);
-  EXPECT_EQ(heap_.trim_cached(0, ~uint64_t{0}), small_bytes);
+  EXPECT_EQ(heap_.trim_cached(0, ~uint64_t{0}), big_bytes);
   EXPECT_EQ(heap_.trim_cached(0, ~uint64_t{0}), 0u) << "nothing resident left in pool 0";
   EXPECT_EQ(heap_.stats().cached_resident_bytes, heap_.record(other_pool).extent_bytes);
   // Trimmed extents stay cached and read as zeros when handed out again.
@@ -137,6 +137,16 @@ TEST_F(ObjectHeapTest, TrimCachedReturnsOnlyThatPoolsResidentPages) {
   const auto* bytes = reinterpret_cast<const unsigned char*>(heap_.record(s).start);
   for (uint64_t i = 0; i < big_bytes; i += kPageSize) ASSERT_EQ(bytes[i], 0) << i;
   EXPECT_EQ(heap_.stats().extents_reused, 1u);
+}
+
+// No single cached extent covers the request: the largest classes go first until it is covered.
+TEST_F(ObjectHeapTest, TrimCachedTakesTheLargestFirstWhenNoneCoversTheRequest) {
+  heap_.set_cache_limit(1ull << 30);
+  const uint32_t a = alloc(100000), b = alloc(100000), c = alloc(200000);
+  for (uint32_t s : {a, b, c}) EXPECT_TRUE(heap_.release(s));
+  const uint64_t small = heap_.record(a).extent_bytes, larger = heap_.record(c).extent_bytes;
+  EXPECT_EQ(heap_.trim_cached(0, larger + 1), larger + small);
+  EXPECT_EQ(heap_.stats().cached_resident_bytes, small);
 }
 
 TEST_F(ObjectHeapTest, HonoursLargeAlignment) {

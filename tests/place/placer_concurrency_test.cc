@@ -62,13 +62,16 @@ struct Hammer {
       const bool alloc = held.empty() || (held.size() < max_held && (rng() & 1) != 0);
       if (alloc) {
         const uint64_t size = mixed_sizes ? extent_bytes_for(64 * K + rng() % (3 * M)) : 64 * K;
-        if (park && pop_parked()) {  // its bytes were counted all along: no change to held_fast
+        // One allocation in four is of "another size class": it cannot reuse a parked extent, and drops
+        // one for room when the budget is full.
+        const bool parked_class = rng() % 4 != 0;
+        if (park && parked_class && pop_parked()) {  // its bytes were counted all along: held_fast unchanged
           placer.reuse_parked_fast(size);
           chooses.fetch_add(1, std::memory_order_relaxed);
           held.push_back({kFastPool, size});
           continue;
         }
-        if (park && placer.fast_shortfall(size) > 0 && pop_parked()) {  // drop a parked extent for room
+        if (park && !parked_class && placer.fast_shortfall(size) > 0 && pop_parked()) {
           held_fast.fetch_sub(size);
           placer.unpark_fast(size, true);
         }

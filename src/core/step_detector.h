@@ -82,9 +82,13 @@ class StepDetector {
   static constexpr uint32_t kCompareBudget = 32;  // older events compared per candidate per call
   static constexpr uint32_t kShapeBudget = 128;   // events of shape verification per call
   static constexpr uint32_t kStaleEvents = 64;    // see replaces_locked()
+  static constexpr uint32_t kWorkSlack = 8;       // see alike_work()
 
-  // Feeds one allocation event. Returns true when this event is the first of a new step.
-  bool observe(uint64_t site, uint32_t live_objects, uint64_t live_bytes, uint64_t size) noexcept;
+  // Feeds one allocation event. `small_before`: allocations below the object threshold that the
+  // allocating thread made since its previous object (see "Work between objects" above; 0 when unknown,
+  // which makes every event's gap alike). Returns true when this event is the first of a new step.
+  bool observe(uint64_t site, uint32_t live_objects, uint64_t live_bytes, uint64_t size,
+               uint32_t small_before = 0) noexcept;
   // The program says a new step begins with the next allocation event.
   void mark_step() noexcept;
   // End of the run: counts the step in progress if it is complete.
@@ -118,13 +122,14 @@ class StepDetector {
   // The event (counted from 0 over the run) at which the detector last locked or switched structure.
   uint64_t lock_event() const noexcept { return lock_event_; }
 
-  // Calls fn(site, live_objects, live_bytes, size) for each event still in the history, oldest first.
+  // Calls fn(site, live_objects, live_bytes, size, small_before) for each event still in the history,
+  // oldest first.
   template <typename Fn>
   void for_each_event(Fn fn) const noexcept {
     const uint64_t first = total_events_ > kHistory ? total_events_ - kHistory : 0;
     for (uint64_t q = first; q < total_events_; ++q) {
       const Event& e = at(q);
-      fn(e.site, e.live_objects, e.live_bytes, e.size);
+      fn(e.site, e.live_objects, e.live_bytes, e.size, e.small_before);
     }
   }
 
@@ -134,6 +139,7 @@ class StepDetector {
     uint64_t live_bytes;
     uint64_t size;
     uint32_t live_objects;
+    uint32_t small_before;
   };
   // A period candidate being verified over the events before and after the one that proposed it.
   struct PeriodJob {
@@ -173,15 +179,26 @@ class StepDetector {
 
   const Event& at(uint64_t pos) const noexcept { return history_[pos & (kHistory - 1)]; }
   bool same(uint64_t p, uint64_t q) const noexcept {
-    return at(p).site == at(q).site && at(p).live_objects == at(q).live_objects;
+    return at(p).site == at(q).site && at(p).live_objects == at(q).live_objects &&
+           alike_work(at(p).small_before, at(q).small_before);
   }
-  void remember_site(uint64_t site, uint64_t pos, uint64_t* previous) noexcept;
+  // Whether two stretches of work between objects (small_before) are alike: within a factor of two, plus
+  // a few requests of slack (the loop's own Python code may allocate a little more or less in one step).
+  // A step boundary (a forward pass, an optimizer step) is far longer than the gap between the objects
+  // of one layer's backward, and stays about the same from step to step.
+  static bool alike_work(uint32_t a, uint32_t b) noexcept {
+    const uint64_t lo = a < b ? a : b, hi = a < b ? b : a;
+    return hi <= 2 * lo + kWorkSlack;
+  }
+  struct SiteSlot;
+  void remember_site(SiteSlot* table, uint64_t site, uint64_t pos, uint64_t* previous) noexcept;
   CycleSite* find_cycle_site(uint64_t site) noexcept;
   void propose_periods(uint64_t t, const uint64_t* previous) noexcept;
   void run_period_jobs(uint64_t t) noexcept;
   void propose_shape(uint64_t t, const uint64_t* previous) noexcept;
   void run_shape_job(uint64_t t) noexcept;
   ShapeSite* find_shape_site(uint64_t site) noexcept;
+  bool spans_the_swing(uint64_t t, uint32_t p) const noexcept;
   void lock_on_period(uint64_t t, uint32_t p) noexcept;
   bool lock_on_part(uint64_t t, uint64_t start, uint32_t p) noexcept;
   void lock(uint64_t t, uint64_t start, uint64_t cycle_from, uint32_t p, uint64_t anchor,
@@ -208,12 +225,21 @@ class StepDetector {
     uint64_t pos[kPositionsPerSite];  // pos + 1; 0 = empty
   };
   SiteSlot sites_[kSiteSlots] = {};
+  // The same, by call-site and the order of magnitude of the work before it (work_class()).
+  SiteSlot work_sites_[kSiteSlots] = {};
+  // Bit length of small_before: alike_work() work falls in the same class or a neighbouring one.
+  static uint32_t work_class(uint32_t small_before) noexcept {
+    return small_before == 0 ? 0 : 32 - static_cast<uint32_t>(__builtin_clz(small_before));
+  }
 
   PeriodJob jobs_[kPeriodJobs] = {};
   ShapeJob shape_ = {};
   ShapeSite shape_sites_[kCycleSlots] = {};  // call-sites of the shape job's segments
   uint32_t shape_serial_ = 0;
   uint64_t smallest_size_ = UINT64_MAX;  // of any event: about the runtime's object threshold
+
+  uint32_t unspanned_period_ = 0;  // a period last rejected by spans_the_swing(), not proposed again
+  uint64_t unspanned_until_ = 0;   // before this event
 
   bool locked_ = false;
   bool explicit_ = false;

@@ -9,12 +9,25 @@
 // alive, normally the input batch), or every n-th occurrence of it when it occurs n times per step
 // (micro-batches of gradient accumulation).
 //
+// Work between objects. Each event carries small_before: the requests below the object threshold the
+// allocating thread made since its previous object. A step's boundary is a long stretch of such work (the
+// forward pass of a small batch, whose activations are all below the threshold, the optimizer step, the
+// loop's own code); the gap between the objects of one layer's backward is short. Where the objects alone
+// repeat with a shorter period than the step (an MLP whose only objects are its three same-sized weight
+// gradients: one call-site, one size, the same live counts), the work before each tells them apart.
+//
 // How the step is found (two ways; whichever succeeds first):
-//  1. Exact repetition: a period p such that over the last max(p, 32) events the call-site and the
-//     number of live objects at each event equal those p events earlier (at most 10% mismatches).
+//  1. Exact repetition: a period p such that over the last max(p, 32) events the call-site, the
+//     number of live objects and the work before each event (alike_work: within a factor of two) equal
+//     those p events earlier (at most 10% mismatches). Candidates are the distances to the last four
+//     occurrences of the call-site, and of the call-site after work of the same order of magnitude.
 //     Comparing live objects rejects the period of one layer inside a stack of identical layers
 //     (activations stay alive, so the count grows from layer to layer and only repeats per step).
 //     Live bytes are not compared, so a step whose tensors change size (batch size) still repeats.
+//     Before anything is locked, the window must also reach the high point of memory since the last low
+//     point before it (spans_the_swing): a loop inside the backward pass (a recurrent net's time loop)
+//     repeats exactly long before the step has been seen twice, but below the forward pass's peak.
+//     A flat loop (one tensor per iteration) has period 1: nothing higher precedes it.
 //     The step then starts where the fewest bytes are alive, moved to a call-site that occurs once per
 //     step if one follows within p/4 events.
 //  2. Same shape: a call-site s whose occurrences t2 < t1 < t (every one; or every second one when s
@@ -60,11 +73,12 @@
 //
 // Cost per observe() call, bounded: candidates are verified incrementally, spread over calls, with the
 // newest event compared as it arrives. At most kPeriodJobs * (kCompareBudget + 1) = 132 event pairs
-// compared for period candidates, kShapeBudget = 128 events of shape verification, a 16-probe site
-// lookup and O(1) step bookkeeping. Rarely, one call does more, once per decision: a candidate that
-// verifies while locked scans its p <= kMaxPeriod events (does it contain the locked step?), and the call
-// that locks or switches builds the cycle tables (clears kCycleSlots = 8192 slots, p events) and
-// recounts the history (kHistory = 8192 events); this happens a handful of times per run.
+// compared for period candidates, kShapeBudget = 128 events of shape verification, two 16-probe site
+// lookups and O(1) step bookkeeping. Rarely, one call does more, once per decision: a candidate that
+// verifies while locked scans its p <= kMaxPeriod events (does it contain the locked step?); one that
+// verifies before the first lock scans at most kMaxPeriod + max(p, 32) events (spans_the_swing; after
+// a rejection nothing locks until the rejected window has passed: at most one such scan per 32 events); and the call that locks or switches builds the cycle tables (clears kCycleSlots = 8192 slots,
+// p events) and recounts the history (kHistory = 8192 events); this happens a handful of times per run.
 //
 // Thread safety: none; the caller serialises calls. Never allocates (fixed arrays); no system calls.
 #pragma once
@@ -86,7 +100,7 @@ class StepDetector {
 
   // Feeds one allocation event. `small_before`: allocations below the object threshold that the
   // allocating thread made since its previous object (see "Work between objects" above; 0 when unknown,
-  // which makes every event's gap alike). Returns true when this event is the first of a new step.
+  // as in traces recorded before it was measured, which makes all work alike). Returns true when this event is the first of a new step.
   bool observe(uint64_t site, uint32_t live_objects, uint64_t live_bytes, uint64_t size,
                uint32_t small_before = 0) noexcept;
   // The program says a new step begins with the next allocation event.
@@ -238,8 +252,8 @@ class StepDetector {
   uint32_t shape_serial_ = 0;
   uint64_t smallest_size_ = UINT64_MAX;  // of any event: about the runtime's object threshold
 
-  uint32_t unspanned_period_ = 0;  // a period last rejected by spans_the_swing(), not proposed again
-  uint64_t unspanned_until_ = 0;   // before this event
+  uint32_t unspanned_period_ = 0;  // the period last rejected by spans_the_swing(): not proposed, and
+  uint64_t unspanned_until_ = 0;   // no period locked, before this event
 
   bool locked_ = false;
   bool explicit_ = false;

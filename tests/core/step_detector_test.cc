@@ -393,7 +393,18 @@ INSTANTIATE_TEST_SUITE_P(Traces, StepDetectorRecorded,
                                            // scripts/train.py --model mlp --batch 4 --width 512 --depth 6
                                            // --features 512 at 64K: six weight gradients in a row from one
                                            // call-site, more than the four positions kept per site.
-                                           RecordedTrace{"mlp_b4_d6_64k_60steps.trace", 6, 60, 0, 0}));
+                                           RecordedTrace{"mlp_b4_d6_64k_60steps.trace", 6, 60, 0, 0},
+                                           // bench/results/guest_step.py --host: mlp-adam at 16K, Adam's
+                                           // two temporaries per weight after the gradients (29: as before
+                                           // this change); gru-lm at 16K, whose step ends with the
+                                           // embedding's gradient, at the same live bytes as its start.
+                                           RecordedTrace{"guest_mlp_adam_16k_30steps.trace", 9, 29, 0, 0},
+                                           RecordedTrace{"guest_gru_lm_16k_30steps.trace", 22, 30, 0, 0},
+                                           // A genuinely short step: a 2-layer GRU classifier (batch 8,
+                                           // 20 time steps, hidden 64, Adam) at 64K, whose only objects
+                                           // are four gate buffers per step, after a start-up temporary a
+                                           // little above them (spans_the_swing must not reject it).
+                                           RecordedTrace{"gru_cls_64k_30steps.trace", 4, 30, 0, 0}));
 
 }  // namespace
 }  // namespace sentinel

@@ -189,17 +189,17 @@ uint32_t StepDetector::foreign_repeats(uint64_t t, uint32_t p) noexcept {
 
 // Whether the window a period p verified over (its events that repeat, among the last max(p, kMinWindow) up
 // to t) reaches the high point of memory of the stretch that leads to it. Going back from the window to the
-// last low point (an event with more than kLowSlack objects fewer alive than anywhere in the window, at
-// most kMaxPeriod events back), memory may not rise higher than the window does (see the tolerance below). A training step's forward pass builds
-// up its activations and its backward pass frees them: a whole step spans this swing, and the step before
-// it (back to the same low point) rose as high. A loop inside the backward pass (a recurrent net's time
-// loop) runs with the forward's peak behind it: it is not the step, which verifies later. A genuinely
-// short period (a flat loop allocating one tensor per iteration) has no higher peak before it.
-// Not caught: a loop before the step's peak (a time loop of the forward pass whose per-step tensors are
-// freed at once), which looks like a flat loop until the step goes on; the whole step replaces it once it
-// has repeated (replaces_locked). Known cost: a peak of memory before training that exceeds the step's (a
-// data set built and freed) delays the first lock until it is kMaxPeriod events old. Runs only for a
-// candidate that verified while nothing is locked; scans at most kMaxPeriod + window events.
+// last low point (an event with more than kLowSlack objects fewer alive than anywhere in the window, at most
+// kMaxPeriod events back), memory may not rise higher than the window does (tolerance below). A training
+// step's forward pass builds up its activations and its backward pass frees them: a whole step spans this
+// swing, and the step before it (back to the same low point) rose as high. A loop inside the backward pass (a
+// recurrent net's time loop) runs with the forward's peak behind it: it is not the step, which verifies
+// later. A genuinely short period (a flat loop allocating one tensor per iteration) has no higher peak before
+// it. Not caught: a loop before the step's peak (a time loop of the forward pass whose per-step tensors are
+// freed at once), which looks like a flat loop until the step goes on; the whole step replaces it once it has
+// repeated (replaces_locked). Known cost: a peak of memory before training that exceeds the step's (a data
+// set built and freed) delays the first lock until it is kMaxPeriod events old. Runs only for a candidate
+// that verified while nothing is locked; scans at most kMaxPeriod + window events.
 bool StepDetector::spans_the_swing(uint64_t t, uint32_t p) const noexcept {
   const uint64_t window = p > kMinWindow ? p : kMinWindow;
   const uint64_t first = t + 1 - window;
@@ -211,6 +211,7 @@ bool StepDetector::spans_the_swing(uint64_t t, uint32_t p) const noexcept {
     window_high = std::max(window_high, at(q).live_bytes + at(q).size);
     fewest = std::min(fewest, at(q).live_objects);
   }
+  if (window_high == 0) return true;  // no event repeats (cannot happen after verification)
   const uint64_t oldest = total_events_ > kHistory ? total_events_ - kHistory : 0;
   uint64_t before_high = 0;
   for (uint64_t q = first; q > oldest && first - q < kMaxPeriod;) {
@@ -234,7 +235,8 @@ void StepDetector::lock_on_period(uint64_t t, uint32_t p) noexcept {
   auto per_step = [&](uint64_t q) { return find_cycle_site(at(q).site)->per_step; };
   // Bytes freed since the previous event, counting that event's own object (a temporary gone by now).
   auto drop = [&](uint64_t q) {
-    return static_cast<int64_t>(at(q - 1).live_bytes + at(q - 1).size) - static_cast<int64_t>(at(q).live_bytes);
+    const uint64_t before = at(q - 1).live_bytes + at(q - 1).size;
+    return static_cast<int64_t>(before) - static_cast<int64_t>(at(q).live_bytes);
   };
   // The step starts where the fewest object bytes are alive; among equals, at the call-site that
   // occurs least often per step (an evaluation pass between steps starts at the same level, from a

@@ -71,14 +71,15 @@
 // one step. (From Python: ctypes.CDLL(None).sentinel_step_begin() with libsentinel.so preloaded; see
 // include/sentinel/sentinel.h.)
 //
-// Cost per observe() call, bounded: candidates are verified incrementally, spread over calls, with the
-// newest event compared as it arrives. At most kPeriodJobs * (kCompareBudget + 1) = 132 event pairs
-// compared for period candidates, kShapeBudget = 128 events of shape verification, two 16-probe site
-// lookups and O(1) step bookkeeping. Rarely, one call does more, once per decision: a candidate that
-// verifies while locked scans its p <= kMaxPeriod events (does it contain the locked step?); one that
-// verifies before the first lock scans at most kMaxPeriod + max(p, 32) events (spans_the_swing; after
-// a rejection nothing locks until the rejected window has passed: at most one such scan per 32 events); and the call that locks or switches builds the cycle tables (clears kCycleSlots = 8192 slots,
-// p events) and recounts the history (kHistory = 8192 events); this happens a handful of times per run.
+// Cost per observe() call, bounded: candidates are verified incrementally, spread over calls, with the newest
+// event compared as it arrives. At most kPeriodJobs * (kCompareBudget + 1) = 132 event pairs compared for
+// period candidates, kShapeBudget = 128 events of shape verification, two 16-probe site lookups and O(1) step
+// bookkeeping. Rarely, one call does more, once per decision: a candidate that verifies while locked scans
+// its p <= kMaxPeriod events (does it contain the locked step?); one that verifies before the first lock
+// scans at most kMaxPeriod + max(p, 32) events (spans_the_swing; after a rejection nothing locks until the
+// rejected window has passed: at most one such scan per 32 events); and the call that locks or switches
+// builds the cycle tables (clears kCycleSlots = 8192 slots, p events) and recounts the history (kHistory =
+// 8192 events); this happens a handful of times per run.
 //
 // Thread safety: none; the caller serialises calls. Never allocates (fixed arrays); no system calls.
 #pragma once
@@ -99,8 +100,9 @@ class StepDetector {
   static constexpr uint32_t kWorkSlack = 8;       // see alike_work()
 
   // Feeds one allocation event. `small_before`: allocations below the object threshold that the
-  // allocating thread made since its previous object (see "Work between objects" above; 0 when unknown,
-  // as in traces recorded before it was measured, which makes all work alike). Returns true when this event is the first of a new step.
+  // allocating thread made since its previous object (see "Work between objects" above; 0 when unknown, as
+  // in traces recorded before it was measured, which makes all work alike). Returns true when this event is
+  // the first of a new step.
   bool observe(uint64_t site, uint32_t live_objects, uint64_t live_bytes, uint64_t size,
                uint32_t small_before = 0) noexcept;
   // The program says a new step begins with the next allocation event.

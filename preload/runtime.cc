@@ -44,8 +44,17 @@ class ReentrancyGuard {
   static bool inside() noexcept { return t_inside != 0; }
 };
 
+// Requests below the object threshold this thread made (outside Sentinel) since its last object: how much
+// work separates two objects. The step detector tells the boundary of a step (a forward pass, an optimizer
+// step, the loop's own code, all below the threshold) from the iterations of a loop inside the step by it
+// (StepDetector::observe). Saturates.
+thread_local uint32_t t_small_requests __attribute__((tls_model("initial-exec"))) = 0;
+
 inline bool is_object_request(size_t size) noexcept {
-  return size >= g_state.threshold.load(std::memory_order_relaxed) && !ReentrancyGuard::inside();
+  if (ReentrancyGuard::inside()) return false;
+  if (size >= g_state.threshold.load(std::memory_order_relaxed)) return true;
+  if (t_small_requests != UINT32_MAX) ++t_small_requests;
+  return false;
 }
 
 // Read after the event is filled. The fence pairs with the service thread's, which withdraws the flag
@@ -118,7 +127,9 @@ ClockReading read_clock(State& s, uint64_t site, uint64_t size) noexcept {
   const uint64_t live_objects = s.counters.live_objects.load(std::memory_order_relaxed);
   const uint64_t live_bytes = s.counters.live_bytes.load(std::memory_order_relaxed);
   SpinGuard clock(s.clock_lock);
-  if (s.detector.observe(site, static_cast<uint32_t>(live_objects), live_bytes, size)) {
+  const uint32_t small_before = t_small_requests;
+  t_small_requests = 0;
+  if (s.detector.observe(site, static_cast<uint32_t>(live_objects), live_bytes, size, small_before)) {
     s.occurrences.reset();
     s.placer.update_peak(s.counters.peak_live_bytes.load(std::memory_order_relaxed));
   }

@@ -163,11 +163,12 @@ bool write_stats_json(const char* path, std::string* error) noexcept {
 
 bool write_event_trace(const char* path, std::string* error) noexcept {
   try {
-    std::string text = "# sentinel allocation-event trace: site live_objects live_bytes size\n";
-    g_state.detector.for_each_event([&text](uint64_t site, uint32_t objects, uint64_t bytes, uint64_t size) {
-      char line[96];
-      std::snprintf(line, sizeof line, "%016llx %u %llu %llu\n", static_cast<unsigned long long>(site), objects,
-                    static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(size));
+    std::string text = "# sentinel allocation-event trace: site live_objects live_bytes size small_before\n";
+    g_state.detector.for_each_event([&text](uint64_t site, uint32_t objects, uint64_t bytes, uint64_t size,
+                                            uint32_t small_before) {
+      char line[112];
+      std::snprintf(line, sizeof line, "%016llx %u %llu %llu %u\n", static_cast<unsigned long long>(site), objects,
+                    static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(size), small_before);
       text += line;
     });
     return write_file_replacing(path, text, error);

@@ -19,7 +19,8 @@ import tempfile
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 PROGRAMS = os.path.join(ROOT, "tests", "torch", "programs")
 
-# name, script, arguments (--steps is added)
+# name, script, arguments (--steps is added)[, extra environment]
+SMALL_OBJECTS = {"SENTINEL_MIN_OBJECT": "16K", "OMP_NUM_THREADS": "1"}
 CASES = [
     ("mlp", os.path.join(ROOT, "scripts", "train.py"),
      ["--model", "mlp", "--batch", "128", "--width", "512", "--depth", "6", "--features", "256"]),
@@ -45,6 +46,12 @@ CASES = [
      ["--accum", "3", "--eval-every", "4", "--eval-batches", "5"]),
     ("mlp accum1 eval1", os.path.join(PROGRAMS, "mlp_accum_eval.py"), ["--accum", "1", "--eval-every", "1"]),
     ("cnn ckpt every 2", os.path.join(PROGRAMS, "cnn_schedule_ckpt.py"), ["--save-every", "2", "--epoch-samples", "100"]),
+    # 16 KiB objects: bench/results/guest_step.py's mlp, whose only objects are its three weight gradients
+    # (one call-site, one size), and the GRU language model, whose backward time loop repeats exactly.
+    ("mlp b8 16K", os.path.join(ROOT, "scripts", "train.py"),
+     ["--model", "mlp", "--batch", "8", "--width", "384", "--depth", "3", "--features", "384", "--threads", "1"],
+     SMALL_OBJECTS),
+    ("gru_lm 16K", os.path.join(PROGRAMS, "gru_lm.py"), ["--threads", "1"], SMALL_OBJECTS),
 ]
 
 
@@ -62,13 +69,14 @@ def main():
 
     print(f"{'program':22} {'true':>5} {'found':>5} {'period':>6} {'switch':>6} {'locked in':>9} "
           f"{'ns/event':>8} {'max ns':>8}")
-    for name, script, extra in CASES:
+    for name, script, extra, *case_env in CASES:
         if args.only and name not in args.only:
             continue
         with tempfile.TemporaryDirectory() as tmp:
             out, stats, trace = (os.path.join(tmp, f) for f in ("out.json", "stats.json", "trace.txt"))
             env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD" and not k.startswith("SENTINEL_")}
             env.update({"LD_PRELOAD": lib, "SENTINEL_STATS": stats, "SENTINEL_TRACE": trace, "SENTINEL_LOG": "warn"})
+            env.update(case_env[0] if case_env else {})
             cmd = ["/usr/bin/python3", script, "--quiet", "--steps", str(args.steps), "--out", out] + extra
             proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
             if proc.returncode != 0:

@@ -23,6 +23,7 @@ namespace {
 struct Event {
   uint64_t site, bytes, size;
   uint32_t objects;
+  uint32_t small_before;  // 0 in traces recorded before the column existed
 };
 
 struct Replay {
@@ -38,7 +39,7 @@ Replay replay(const std::vector<Event>& events) {
     const bool was_locked = d->locked();
     const uint64_t relocks = d->relocks();
     const auto t0 = std::chrono::steady_clock::now();
-    d->observe(e.site, e.objects, e.bytes, e.size);
+    d->observe(e.site, e.objects, e.bytes, e.size, e.small_before);
     const auto ns = static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
     r.total_ns += ns;
@@ -72,6 +73,10 @@ int main(int argc, char** argv) {
     std::istringstream fields(line);
     Event e{};
     fields >> std::hex >> e.site >> std::dec >> e.objects >> e.bytes >> e.size;
+    if (fields && !(fields >> e.small_before)) {
+      e.small_before = 0;
+      fields.clear();
+    }
     if (!fields) {
       std::fprintf(stderr, "bad line: %s\n", line.c_str());
       return 1;

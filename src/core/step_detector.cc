@@ -6,10 +6,10 @@
 
 namespace sentinel {
 
-void StepDetector::remember_site(uint64_t site, uint64_t pos, uint64_t* previous) noexcept {
+void StepDetector::remember_site(SiteSlot* table, uint64_t site, uint64_t pos, uint64_t* previous) noexcept {
   uint32_t at = static_cast<uint32_t>(mix64(site)) & (kSiteSlots - 1);
   for (uint32_t probe = 0; probe < 16; ++probe, at = (at + 1) & (kSiteSlots - 1)) {
-    SiteSlot& s = sites_[at];
+    SiteSlot& s = table[at];
     if (s.pos[0] != 0 && s.site != site) continue;
     s.site = site;
     for (uint32_t k = 0; k < kPositionsPerSite; ++k) previous[k] = s.pos[k];
@@ -80,6 +80,7 @@ void StepDetector::propose_periods(uint64_t t, const uint64_t* previous) noexcep
     if (previous[k] == 0) continue;
     const uint64_t p = t - (previous[k] - 1);
     if (p == 0 || p > kMaxPeriod || (locked_ && p == period_)) continue;
+    if (!locked_ && p == unspanned_period_ && t < unspanned_until_) continue;
     const uint64_t window = p > kMinWindow ? p : kMinWindow;
     // The oldest event compared must stay in the history until the job ends (window / budget calls).
     if (t + 1 < window + p || window + p + window / kCompareBudget + 2 > kHistory) continue;
@@ -118,6 +119,16 @@ void StepDetector::run_period_jobs(uint64_t t) noexcept {
     j.period = 0;
     if (done.mismatches * 10 > done.compared) continue;
     if (!locked_) {
+      // An inner loop of the step (a recurrent net's time loop in the backward pass) repeats exactly too,
+      // but only over part of the step's swing of memory: it is not locked, the whole step will verify.
+      // After a rejection, nothing locks before the window has moved past the rejected one (the loop may
+      // run for a while; a candidate dropped here is proposed again): at most one scan per 32 events.
+      if (t < unspanned_until_) continue;
+      if (!spans_the_swing(t, p)) {
+        unspanned_period_ = p;
+        unspanned_until_ = t + (p > kMinWindow ? p : kMinWindow);
+        continue;
+      }
       lock_on_period(t, p);
       return;
     }
@@ -176,16 +187,60 @@ uint32_t StepDetector::foreign_repeats(uint64_t t, uint32_t p) noexcept {
   return 1;
 }
 
+// Whether the window a period p verified over (its events that repeat, among the last max(p, kMinWindow) up
+// to t) reaches the high point of memory of the stretch that leads to it. Going back from the window to the
+// last low point (an event with more than kLowSlack objects fewer alive than anywhere in the window, at most
+// kMaxPeriod events back), memory may not rise higher than the window does (tolerance below). A training
+// step's forward pass builds up its activations and its backward pass frees them: a whole step spans this
+// swing, and the step before it (back to the same low point) rose as high. A loop inside the backward pass (a
+// recurrent net's time loop) runs with the forward's peak behind it: it is not the step, which verifies
+// later. A genuinely short period (a flat loop allocating one tensor per iteration) has no higher peak before
+// it. Not caught: a loop before the step's peak (a time loop of the forward pass whose per-step tensors are
+// freed at once), which looks like a flat loop until the step goes on; the whole step replaces it once it has
+// repeated (replaces_locked). Known cost: a peak of memory before training that exceeds the step's (a data
+// set built and freed) delays the first lock until it is kMaxPeriod events old. Runs only for a candidate
+// that verified while nothing is locked; scans at most kMaxPeriod + window events.
+bool StepDetector::spans_the_swing(uint64_t t, uint32_t p) const noexcept {
+  const uint64_t window = p > kMinWindow ? p : kMinWindow;
+  const uint64_t first = t + 1 - window;
+  uint64_t low = UINT64_MAX, window_high = 0;
+  uint32_t fewest = UINT32_MAX;
+  for (uint64_t q = first; q <= t; ++q) {
+    if (!same(q, q - p)) continue;  // the few mismatches verification allows (the loop's first events)
+    low = std::min(low, at(q).live_bytes);
+    window_high = std::max(window_high, at(q).live_bytes + at(q).size);
+    fewest = std::min(fewest, at(q).live_objects);
+  }
+  if (window_high == 0) return true;  // no event repeats (cannot happen after verification)
+  const uint64_t oldest = total_events_ > kHistory ? total_events_ - kHistory : 0;
+  uint64_t before_high = 0;
+  for (uint64_t q = first; q > oldest && first - q < kMaxPeriod;) {
+    --q;
+    if (at(q).live_objects + kLowSlack < fewest) {
+      low = std::min(low, at(q).live_bytes);
+      break;
+    }
+    before_high = std::max(before_high, at(q).live_bytes + at(q).size);
+  }
+  // Higher by more than a quarter of the window's own rise above the low point. Measured on the recorded
+  // traces: the time loops of GRU/LSTM backward passes 0.31-2.1 of it; a start-up temporary just before a
+  // genuine 4-event step (a GRU classifier at 64 KiB objects) 0.17.
+  const uint64_t above = before_high > window_high ? before_high - window_high : 0;
+  return 4 * above <= window_high - low;
+}
+
 void StepDetector::lock_on_period(uint64_t t, uint32_t p) noexcept {
   const uint64_t first = t + 1 - p;  // the last p events form one full cycle
   build_cycle(first, p);  // for the occurrence counts, which do not depend on the rotation
   auto per_step = [&](uint64_t q) { return find_cycle_site(at(q).site)->per_step; };
+  // Bytes freed since the previous event, counting that event's own object (a temporary gone by now).
   auto drop = [&](uint64_t q) {
-    return static_cast<int64_t>(at(q - 1).live_bytes) - static_cast<int64_t>(at(q).live_bytes);
+    const uint64_t before = at(q - 1).live_bytes + at(q - 1).size;
+    return static_cast<int64_t>(before) - static_cast<int64_t>(at(q).live_bytes);
   };
   // The step starts where the fewest object bytes are alive; among equals, at the call-site that
   // occurs least often per step (an evaluation pass between steps starts at the same level, from a
-  // call-site of the forward pass), then right after the biggest drop.
+  // call-site of the forward pass), then as below.
   uint64_t start = first;
   for (uint64_t q = first; q <= t; ++q) {
     const uint64_t bq = at(q).live_bytes, bs = at(start).live_bytes;
@@ -194,7 +249,15 @@ void StepDetector::lock_on_period(uint64_t t, uint32_t p) noexcept {
       continue;
     }
     const uint32_t nq = per_step(q), ns = per_step(start);
-    if (nq < ns || (nq == ns && drop(q) > drop(start))) start = q;
+    if (nq != ns) {
+      if (nq < ns) start = q;
+      continue;
+    }
+    // Then right after the biggest drop. Among occurrences of one call-site with nothing else to tell
+    // them apart (the weight gradients of equal layers, the only objects of a small-batch MLP): the one
+    // after the longest work without objects, the step's first, after the forward pass.
+    const bool same_place = drop(q) == drop(start) && at(q).site == at(start).site;
+    if (drop(q) > drop(start) || (same_place && at(q).small_before > at(start).small_before)) start = q;
   }
   auto cyclic = [&](uint64_t q) { return first + (q - first) % p; };
   uint32_t count = per_step(start);
@@ -220,15 +283,24 @@ bool StepDetector::lock_on_part(uint64_t t, uint64_t start, uint32_t p) noexcept
   const uint64_t anchor = at(start).site;
   // Both the step and the tail begin at the cycle's lowest count of live objects (between steps), unlike
   // two layers of a network, whose second begins with the first one's output alive.
-  uint32_t lowest = UINT32_MAX;
-  for (uint32_t k = 0; k < p; ++k) lowest = std::min(lowest, at(from + k).live_objects);
+  uint32_t lowest = UINT32_MAX, most_work = 0;
+  for (uint32_t k = 0; k < p; ++k) {
+    lowest = std::min(lowest, at(from + k).live_objects);
+    most_work = std::max(most_work, at(from + k).small_before);
+  }
   if (at(from).live_objects != lowest) return false;
+  // Both begin after work like the longest stretch of the cycle too (work between steps: an optimizer
+  // step, the loop's code, an evaluation pass's set-up). An occurrence of the anchor after the short work
+  // of a layer is inside the step: the three weight gradients of a small-batch MLP, whose activations are
+  // too small to be objects, or the per-parameter temporaries of Adam.
+  auto after_long_work = [&](uint64_t q) { return alike_work(at(q).small_before, most_work); };
+  if (!after_long_work(from)) return false;
   const uint32_t mark = ++step_serial_ + 1;
   uint32_t covered = 0;
   for (uint32_t k = 0; k < p; ++k) {
     const Event& e = at(from + k);
     if (k > 0 && e.site == anchor) {
-      if (covered < cycle_distinct_ || e.live_objects != lowest) return false;
+      if (covered < cycle_distinct_ || e.live_objects != lowest || !after_long_work(from + k)) return false;
       // The step in progress began at the latest occurrence of the anchor.
       uint64_t latest = start;
       for (uint64_t q = start + 1; q <= t; ++q) {
@@ -472,12 +544,17 @@ void StepDetector::close_step(bool at_exit) noexcept {
   step_events_ = 0;
 }
 
-bool StepDetector::observe(uint64_t site, uint32_t live_objects, uint64_t live_bytes,
-                           uint64_t size) noexcept {
+bool StepDetector::observe(uint64_t site, uint32_t live_objects, uint64_t live_bytes, uint64_t size,
+                           uint32_t small_before) noexcept {
   const uint64_t t = total_events_++;
   uint64_t previous[kPositionsPerSite];
-  remember_site(site, t, previous);
-  history_[t & (kHistory - 1)] = Event{site, live_bytes, size, live_objects};
+  remember_site(sites_, site, t, previous);
+  // The same call-site after a different amount of work (the first weight gradient of a step, after the
+  // forward pass, and the next ones, after a layer's backward) recurs at the step's distance, which the
+  // last four occurrences of a site used once per layer of a deep net do not reach.
+  uint64_t previous_alike[kPositionsPerSite];
+  remember_site(work_sites_, site ^ (uint64_t{work_class(small_before)} << 56), t, previous_alike);
+  history_[t & (kHistory - 1)] = Event{site, live_bytes, size, live_objects, small_before};
   if (size < smallest_size_) smallest_size_ = size;
 
   if (mark_pending_) {
@@ -502,6 +579,7 @@ bool StepDetector::observe(uint64_t site, uint32_t live_objects, uint64_t live_b
   const uint64_t relocks_before = relocks_;
   const bool was_locked = locked_;
   propose_periods(t, previous);
+  propose_periods(t, previous_alike);
   run_period_jobs(t);
   if (!was_locked || relocks_ == relocks_before) {
     propose_shape(t, previous);

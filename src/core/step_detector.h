@@ -9,12 +9,25 @@
 // alive, normally the input batch), or every n-th occurrence of it when it occurs n times per step
 // (micro-batches of gradient accumulation).
 //
+// Work between objects. Each event carries small_before: the requests below the object threshold the
+// allocating thread made since its previous object. A step's boundary is a long stretch of such work (the
+// forward pass of a small batch, whose activations are all below the threshold, the optimizer step, the
+// loop's own code); the gap between the objects of one layer's backward is short. Where the objects alone
+// repeat with a shorter period than the step (an MLP whose only objects are its three same-sized weight
+// gradients: one call-site, one size, the same live counts), the work before each tells them apart.
+//
 // How the step is found (two ways; whichever succeeds first):
-//  1. Exact repetition: a period p such that over the last max(p, 32) events the call-site and the
-//     number of live objects at each event equal those p events earlier (at most 10% mismatches).
+//  1. Exact repetition: a period p such that over the last max(p, 32) events the call-site, the
+//     number of live objects and the work before each event (alike_work: within a factor of two) equal
+//     those p events earlier (at most 10% mismatches). Candidates are the distances to the last four
+//     occurrences of the call-site, and of the call-site after work of the same order of magnitude.
 //     Comparing live objects rejects the period of one layer inside a stack of identical layers
 //     (activations stay alive, so the count grows from layer to layer and only repeats per step).
 //     Live bytes are not compared, so a step whose tensors change size (batch size) still repeats.
+//     Before anything is locked, the window must also reach the high point of memory since the last low
+//     point before it (spans_the_swing): a loop inside the backward pass (a recurrent net's time loop)
+//     repeats exactly long before the step has been seen twice, but below the forward pass's peak.
+//     A flat loop (one tensor per iteration) has period 1: nothing higher precedes it.
 //     The step then starts where the fewest bytes are alive, moved to a call-site that occurs once per
 //     step if one follows within p/4 events.
 //  2. Same shape: a call-site s whose occurrences t2 < t1 < t (every one; or every second one when s
@@ -58,13 +71,15 @@
 // one step. (From Python: ctypes.CDLL(None).sentinel_step_begin() with libsentinel.so preloaded; see
 // include/sentinel/sentinel.h.)
 //
-// Cost per observe() call, bounded: candidates are verified incrementally, spread over calls, with the
-// newest event compared as it arrives. At most kPeriodJobs * (kCompareBudget + 1) = 132 event pairs
-// compared for period candidates, kShapeBudget = 128 events of shape verification, a 16-probe site
-// lookup and O(1) step bookkeeping. Rarely, one call does more, once per decision: a candidate that
-// verifies while locked scans its p <= kMaxPeriod events (does it contain the locked step?), and the call
-// that locks or switches builds the cycle tables (clears kCycleSlots = 8192 slots, p events) and
-// recounts the history (kHistory = 8192 events); this happens a handful of times per run.
+// Cost per observe() call, bounded: candidates are verified incrementally, spread over calls, with the newest
+// event compared as it arrives. At most kPeriodJobs * (kCompareBudget + 1) = 132 event pairs compared for
+// period candidates, kShapeBudget = 128 events of shape verification, two 16-probe site lookups and O(1) step
+// bookkeeping. Rarely, one call does more, once per decision: a candidate that verifies while locked scans
+// its p <= kMaxPeriod events (does it contain the locked step?); one that verifies before the first lock
+// scans at most kMaxPeriod + max(p, 32) events (spans_the_swing; after a rejection nothing locks until the
+// rejected window has passed: at most one such scan per 32 events); and the call that locks or switches
+// builds the cycle tables (clears kCycleSlots = 8192 slots, p events) and recounts the history (kHistory =
+// 8192 events); this happens a handful of times per run.
 //
 // Thread safety: none; the caller serialises calls. Never allocates (fixed arrays); no system calls.
 #pragma once
@@ -82,9 +97,14 @@ class StepDetector {
   static constexpr uint32_t kCompareBudget = 32;  // older events compared per candidate per call
   static constexpr uint32_t kShapeBudget = 128;   // events of shape verification per call
   static constexpr uint32_t kStaleEvents = 64;    // see replaces_locked()
+  static constexpr uint32_t kWorkSlack = 8;       // see alike_work()
 
-  // Feeds one allocation event. Returns true when this event is the first of a new step.
-  bool observe(uint64_t site, uint32_t live_objects, uint64_t live_bytes, uint64_t size) noexcept;
+  // Feeds one allocation event. `small_before`: allocations below the object threshold that the
+  // allocating thread made since its previous object (see "Work between objects" above; 0 when unknown, as
+  // in traces recorded before it was measured, which makes all work alike). Returns true when this event is
+  // the first of a new step.
+  bool observe(uint64_t site, uint32_t live_objects, uint64_t live_bytes, uint64_t size,
+               uint32_t small_before = 0) noexcept;
   // The program says a new step begins with the next allocation event.
   void mark_step() noexcept;
   // End of the run: counts the step in progress if it is complete.
@@ -118,13 +138,14 @@ class StepDetector {
   // The event (counted from 0 over the run) at which the detector last locked or switched structure.
   uint64_t lock_event() const noexcept { return lock_event_; }
 
-  // Calls fn(site, live_objects, live_bytes, size) for each event still in the history, oldest first.
+  // Calls fn(site, live_objects, live_bytes, size, small_before) for each event still in the history,
+  // oldest first.
   template <typename Fn>
   void for_each_event(Fn fn) const noexcept {
     const uint64_t first = total_events_ > kHistory ? total_events_ - kHistory : 0;
     for (uint64_t q = first; q < total_events_; ++q) {
       const Event& e = at(q);
-      fn(e.site, e.live_objects, e.live_bytes, e.size);
+      fn(e.site, e.live_objects, e.live_bytes, e.size, e.small_before);
     }
   }
 
@@ -134,6 +155,7 @@ class StepDetector {
     uint64_t live_bytes;
     uint64_t size;
     uint32_t live_objects;
+    uint32_t small_before;
   };
   // A period candidate being verified over the events before and after the one that proposed it.
   struct PeriodJob {
@@ -173,15 +195,26 @@ class StepDetector {
 
   const Event& at(uint64_t pos) const noexcept { return history_[pos & (kHistory - 1)]; }
   bool same(uint64_t p, uint64_t q) const noexcept {
-    return at(p).site == at(q).site && at(p).live_objects == at(q).live_objects;
+    return at(p).site == at(q).site && at(p).live_objects == at(q).live_objects &&
+           alike_work(at(p).small_before, at(q).small_before);
   }
-  void remember_site(uint64_t site, uint64_t pos, uint64_t* previous) noexcept;
+  // Whether two stretches of work between objects (small_before) are alike: within a factor of two, plus
+  // a few requests of slack (the loop's own Python code may allocate a little more or less in one step).
+  // A step boundary (a forward pass, an optimizer step) is far longer than the gap between the objects
+  // of one layer's backward, and stays about the same from step to step.
+  static bool alike_work(uint32_t a, uint32_t b) noexcept {
+    const uint64_t lo = a < b ? a : b, hi = a < b ? b : a;
+    return hi <= 2 * lo + kWorkSlack;
+  }
+  struct SiteSlot;
+  void remember_site(SiteSlot* table, uint64_t site, uint64_t pos, uint64_t* previous) noexcept;
   CycleSite* find_cycle_site(uint64_t site) noexcept;
   void propose_periods(uint64_t t, const uint64_t* previous) noexcept;
   void run_period_jobs(uint64_t t) noexcept;
   void propose_shape(uint64_t t, const uint64_t* previous) noexcept;
   void run_shape_job(uint64_t t) noexcept;
   ShapeSite* find_shape_site(uint64_t site) noexcept;
+  bool spans_the_swing(uint64_t t, uint32_t p) const noexcept;
   void lock_on_period(uint64_t t, uint32_t p) noexcept;
   bool lock_on_part(uint64_t t, uint64_t start, uint32_t p) noexcept;
   void lock(uint64_t t, uint64_t start, uint64_t cycle_from, uint32_t p, uint64_t anchor,
@@ -208,12 +241,21 @@ class StepDetector {
     uint64_t pos[kPositionsPerSite];  // pos + 1; 0 = empty
   };
   SiteSlot sites_[kSiteSlots] = {};
+  // The same, by call-site and the order of magnitude of the work before it (work_class()).
+  SiteSlot work_sites_[kSiteSlots] = {};
+  // Bit length of small_before: alike_work() work falls in the same class or a neighbouring one.
+  static uint32_t work_class(uint32_t small_before) noexcept {
+    return small_before == 0 ? 0 : 32 - static_cast<uint32_t>(__builtin_clz(small_before));
+  }
 
   PeriodJob jobs_[kPeriodJobs] = {};
   ShapeJob shape_ = {};
   ShapeSite shape_sites_[kCycleSlots] = {};  // call-sites of the shape job's segments
   uint32_t shape_serial_ = 0;
   uint64_t smallest_size_ = UINT64_MAX;  // of any event: about the runtime's object threshold
+
+  uint32_t unspanned_period_ = 0;  // the period last rejected by spans_the_swing(): not proposed, and
+  uint64_t unspanned_until_ = 0;   // no period locked, before this event
 
   bool locked_ = false;
   bool explicit_ = false;

@@ -20,25 +20,11 @@ import sys
 import tempfile
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from fake_sysfs import fake_two_node_sysfs  # noqa: E402
 # The guest benchmark's MLP (bench/results/guest_step.py): small tensors, many of them per step.
 DEFAULT_ARGS = ["--model", "mlp", "--batch", "8", "--width", "384", "--depth", "3", "--features", "384",
                 "--optimizer", "sgd", "--threads", "1"]
-
-
-def fake_two_node_sysfs(root):
-    node = os.path.join(root, "devices", "system", "node")
-    for i in (0, 1):
-        d = os.path.join(node, f"node{i}")
-        os.makedirs(d, exist_ok=True)
-        with open(os.path.join(d, "meminfo"), "w") as f:
-            f.write(f"Node {i} MemTotal:       8000000 kB\nNode {i} MemFree:        7000000 kB\n")
-        with open(os.path.join(d, "cpulist"), "w") as f:
-            f.write("0-1\n" if i == 0 else "\n")
-        with open(os.path.join(d, "distance"), "w") as f:
-            f.write("10 30\n" if i == 0 else "30 10\n")
-    with open(os.path.join(node, "online"), "w") as f:
-        f.write("0-1\n")
-    return root
 
 
 def minor_faults(env, train_args, steps):

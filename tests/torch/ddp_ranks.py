@@ -21,6 +21,8 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
+from fake_sysfs import fake_two_node_sysfs  # noqa: E402
 JOBS = set()  # job keys used: their ledgers and shared profiles in /dev/shm are removed at the end
 
 
@@ -37,22 +39,6 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def fake_two_node_sysfs(root):
-    node = os.path.join(root, "devices", "system", "node")
-    for i in (0, 1):
-        d = os.path.join(node, f"node{i}")
-        os.makedirs(d, exist_ok=True)
-        with open(os.path.join(d, "meminfo"), "w") as f:
-            f.write(f"Node {i} MemTotal:       8000000 kB\nNode {i} MemFree:        7000000 kB\n")
-        with open(os.path.join(d, "cpulist"), "w") as f:
-            f.write("0-1\n" if i == 0 else "\n")
-        with open(os.path.join(d, "distance"), "w") as f:
-            f.write("10 30\n" if i == 0 else "30 10\n")
-    with open(os.path.join(node, "online"), "w") as f:
-        f.write("0-1\n")
-    return root
 
 
 def run_job(args, tmp, name, env_extra):

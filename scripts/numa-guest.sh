@@ -25,6 +25,7 @@ Environment:
   SENTINEL_GUEST_CPUS      CPUs, all on node 0 (default 2)
   SENTINEL_GUEST_DISTANCE  SLIT distance node 0 <-> node 1 (default 30)
   SENTINEL_GUEST_HMAT      1: describe node 1 as slower in ACPI HMAT (default 1)
+  SENTINEL_GUEST_KERNEL_ARGS  more guest kernel arguments (e.g. nohz_full=1)
   SENTINEL_GUEST_RW        host dir shared writable at the same path in the guest (optional)
   SENTINEL_GUEST_PASS_ENV  extra variable names to pass into the guest (space separated)
   SENTINEL_GUEST_KERNEL_PKG  Debian kernel package to use (default: what linux-image-amd64 names)
@@ -288,7 +289,7 @@ if [[ "$hmat" == 1 ]]; then
     -numa hmat-lb,initiator=0,target=1,hierarchy=memory,data-type=access-bandwidth,bandwidth=5G)
 fi
 qemu+=(-kernel "$kdir/vmlinuz" -initrd "$initrd"
-  -append "console=ttyS0 quiet loglevel=1 panic=-1 rdinit=/init"
+  -append "console=ttyS0 quiet loglevel=1 panic=-1 rdinit=/init${SENTINEL_GUEST_KERNEL_ARGS:+ $SENTINEL_GUEST_KERNEL_ARGS}"
   -display none -monitor none -no-reboot -serial "file:$run/console.log"
   -nic none
   -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap

@@ -80,6 +80,7 @@ int calibrate(const CalibrateOptions& opt) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // rows appear as they are measured, also through a pipe
   std::string cmd = argc > 1 ? argv[1] : "";
   if (cmd == "read") {
     Counters c;

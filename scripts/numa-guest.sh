@@ -25,6 +25,9 @@ Environment:
   SENTINEL_GUEST_CPUS      CPUs, all on node 0 (default 2)
   SENTINEL_GUEST_DISTANCE  SLIT distance node 0 <-> node 1 (default 30)
   SENTINEL_GUEST_HMAT      1: describe node 1 as slower in ACPI HMAT (default 1)
+  SENTINEL_GUEST_KERNEL_ARGS  more guest kernel arguments (default with the slow tier on: nohz_full=N,
+                           N the last CPU, so that a thread pinned there is not ticked at the host's
+                           rate; docs/slow-tier-emulator.md; set it to " " for none)
   SENTINEL_GUEST_RW        host dir shared writable at the same path in the guest (optional)
   SENTINEL_GUEST_PASS_ENV  extra variable names to pass into the guest (space separated)
   SENTINEL_GUEST_KERNEL_PKG  Debian kernel package to use (default: what linux-image-amd64 names)
@@ -74,7 +77,9 @@ case "$slow_tier" in
   *) [[ -f "$slow_tier" ]] || die "SENTINEL_GUEST_SLOW_TIER: '$slow_tier' is neither off, a preset (optane, cxl, dram, optane-2m, cxl-2m) nor a file"
      slow_tier="$(cd "$(dirname "$slow_tier")" && pwd -P)/$(basename "$slow_tier")" ;;
 esac
+kernel_args="${SENTINEL_GUEST_KERNEL_ARGS-}"
 if [[ "$slow_tier" != off ]]; then
+  (( cpus > 1 )) && kernel_args="${SENTINEL_GUEST_KERNEL_ARGS-nohz_full=$((cpus - 1))}"
   slow_plugin="$build_dir/lib/libsentinel_qemu_slowtier.so"
   slow_tool="$build_dir/bin/sentinel-slowtier"
   [[ -f "$slow_plugin" && -x "$slow_tool" ]] || die "slow tier: $slow_plugin or $slow_tool missing (build first; SENTINEL_BUILD_DIR)"
@@ -288,7 +293,7 @@ if [[ "$hmat" == 1 ]]; then
     -numa hmat-lb,initiator=0,target=1,hierarchy=memory,data-type=access-bandwidth,bandwidth=5G)
 fi
 qemu+=(-kernel "$kdir/vmlinuz" -initrd "$initrd"
-  -append "console=ttyS0 quiet loglevel=1 panic=-1 rdinit=/init"
+  -append "console=ttyS0 quiet loglevel=1 panic=-1 rdinit=/init${kernel_args:+ $kernel_args}"
   -display none -monitor none -no-reboot -serial "file:$run/console.log"
   -nic none
   -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap

@@ -37,6 +37,13 @@ struct sentinel_slowtier_counters {
   uint32_t reserved;
   uint64_t vcpu_virtual_ns[SENTINEL_SLOWTIER_MAX_VCPUS];
   uint64_t vcpu_instructions[SENTINEL_SLOWTIER_MAX_VCPUS];
+  /* Where the time went (docs/slow-tier-emulator.md, "The model"): */
+  uint64_t kernel_instructions;   /* of instructions: those of kernel code (upper-half addresses) */
+  uint64_t string_elements;       /* of instructions: rep movs/stos elements, charged by their bytes */
+  uint64_t fast_streamed_misses;  /* of the node-0 misses that read a line: a stream's, at bandwidth */
+  uint64_t slow_streamed_misses;  /* the same for node 1 */
+  uint64_t kernel_fast_misses;    /* node-0 misses (load and store) of kernel code */
+  uint64_t kernel_slow_misses;    /* node-1 misses of kernel code */
 };
 
 /* Fills *out and returns 0; returns -1 (errno ENODEV) when no slow-tier plugin answered: not in

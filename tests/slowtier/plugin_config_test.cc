@@ -48,6 +48,23 @@ TEST(PluginConfig, TierFileUsesTheReplayKeys) {
   EXPECT_EQ(c.cache_bytes, 512u << 10);
 }
 
+TEST(PluginConfig, StreamAndStringKeys) {
+  PluginConfig c;
+  std::string err;
+  ASSERT_TRUE(parse({"tier=optane", "node0_mb=256", "node1_mb=256"}, &c, &err)) << err;
+  EXPECT_EQ(c.stream.trackers, 16u);  // the stream model is on by default
+  EXPECT_EQ(clock_params(c).string_bytes_per_cycle, 32.0);
+  ASSERT_TRUE(parse({"tier=optane", "node0_mb=256", "node1_mb=256", "stream_trackers=0", "stream_train=3",
+                     "stream_window=2", "string_bytes_per_cycle=0"}, &c, &err)) << err;
+  EXPECT_EQ(c.stream.trackers, 0u);
+  EXPECT_EQ(c.stream.train, 3u);
+  EXPECT_EQ(c.stream.window, 2u);
+  EXPECT_EQ(clock_params(c).string_bytes_per_cycle, 0.0);
+  EXPECT_NE(parameters_json(c).find("\"stream_trackers\": 0"), std::string::npos);
+  EXPECT_FALSE(parse({"tier=optane", "node0_mb=256", "node1_mb=256", "stream_window=0"}, &c, &err));
+  EXPECT_NE(err.find("stream_window"), std::string::npos);
+}
+
 TEST(PluginConfig, ErrorsNameTheKey) {
   PluginConfig c;
   std::string err;

@@ -21,12 +21,14 @@ ClockParams params() {
 TEST(VirtualClock, ComputeOnlyEpochIsInstructionsTimesCpiOverFrequency) {
   EpochCounts c;
   c.instructions = 1000;
+  c.cycles = 1000;
   EXPECT_DOUBLE_EQ(epoch_ns(c, params()), 500.0);
 }
 
 TEST(VirtualClock, LatencyBoundEpochAddsMissLatencyOverMlp) {
   EpochCounts c;
   c.instructions = 1000;
+  c.cycles = 1000;
   c.misses[0] = 4;
   c.misses[1] = 4;
   EXPECT_DOUBLE_EQ(epoch_ns(c, params()), 500.0 + 4 * 80 / 4.0 + 4 * 320 / 4.0);
@@ -35,6 +37,7 @@ TEST(VirtualClock, LatencyBoundEpochAddsMissLatencyOverMlp) {
 TEST(VirtualClock, BandwidthBoundEpochIsTheSlowestNodesTransfer) {
   EpochCounts c;
   c.instructions = 10;
+  c.cycles = 10;
   c.misses[1] = 100;       // 6400 B at 16 B/ns = 400 ns; latency term 100*320/4 = 8000 ns
   c.writebacks[1] = 1000;  // 64000 B at 8 B/ns = 8000 ns
   double transfer = 6400 / 16.0 + 64000 / 8.0;
@@ -44,9 +47,42 @@ TEST(VirtualClock, BandwidthBoundEpochIsTheSlowestNodesTransfer) {
   EXPECT_DOUBLE_EQ(epoch_ns(c, params()), 6400 / 16.0 + 640000 / 8.0);
 }
 
+// A streamed miss (stream_detector.h) costs bandwidth, not latency: a stream of them is bound by
+// the node's read bandwidth or by the core's work, whichever is slower.
+TEST(VirtualClock, StreamedMissesCostBandwidthNotLatency) {
+  EpochCounts c;
+  c.instructions = 1000;
+  c.cycles = 1000;
+  c.misses[1] = 100;
+  c.streamed[1] = 90;
+  // compute 500 ns + the 10 latency-bound misses; transfer of all 100 lines: 6400 B at 16 B/ns
+  EXPECT_DOUBLE_EQ(epoch_ns(c, params()), std::max(500.0 + 10 * 320 / 4.0, 6400 / 16.0));
+  c.misses[1] = c.streamed[1] = 1000;  // 64000 B at 16 B/ns = 4000 ns: bandwidth-bound
+  EXPECT_DOUBLE_EQ(epoch_ns(c, params()), 4000.0);
+}
+
+// TCG runs a rep movs/stos one element at a time; a core with fast strings moves tens of bytes per
+// cycle, so elements are charged by their bytes (or as instructions when that is turned off).
+TEST(VirtualClock, StringElementsAreChargedByTheirBytes) {
+  ClockParams p = params();  // 2 GHz
+  p.string_bytes_per_cycle = 32;
+  VirtualClock clock(p);
+  clock.add_string_elements(4096, 1);  // rep stosb of a page: 128 cycles
+  clock.add_instructions(100);         // 100 cycles at cpi 1
+  EXPECT_EQ(clock.open_instructions(), 4196u);
+  clock.close_epoch();
+  EXPECT_DOUBLE_EQ(clock.now_ns(), (128 + 100) / 2.0);
+  p.string_bytes_per_cycle = 0;
+  VirtualClock plain(p);
+  plain.add_string_elements(512, 8);
+  plain.close_epoch();
+  EXPECT_DOUBLE_EQ(plain.now_ns(), 512 / 2.0);
+}
+
 TEST(VirtualClock, SlowNodeMissesCostMoreThanFastOnes) {
   EpochCounts fast, slow;
   fast.instructions = slow.instructions = 5000;
+  fast.cycles = slow.cycles = 5000;
   fast.misses[0] = slow.misses[1] = 500;
   EXPECT_GT(epoch_ns(slow, params()), epoch_ns(fast, params()));
 }

@@ -19,7 +19,7 @@ namespace sentinel::slowtier {
 
 inline constexpr char kMailboxCookie[16] = {'S', 'N', 'T', 'L', '-', 'S', 'L', 'O',
                                             'W', 'T', 'I', 'E', 'R', '-', 'v', '1'};
-inline constexpr uint32_t kMailboxAbi = 1;
+inline constexpr uint32_t kMailboxAbi = 2;  // 2: the counters' breakdown fields
 inline constexpr uint64_t kMailboxPageBytes = 4096;
 
 // nopw 0x4c544e53(%rax,%rax,1): a 9-byte NOP whose displacement spells "SNTL".

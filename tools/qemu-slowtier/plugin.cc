@@ -29,6 +29,8 @@
 #include "node_map.h"
 #include "plugin_config.h"
 #include "qemu_plugin_api.h"
+#include "stream_detector.h"
+#include "translation_info.h"
 #include "virtual_clock.h"
 
 extern "C" {
@@ -51,13 +53,18 @@ inline uint64_t get(const Counter& c) { return c.load(std::memory_order_relaxed)
 
 struct alignas(64) VcpuState {
   VcpuState(const PluginConfig& c, const ClockParams& p)
-      : cache(c.cache_bytes, 64, c.cache_ways), clock(p) {}
+      : cache(c.cache_bytes, 64, c.cache_ways), streams(c.stream), clock(p) {}
   CacheModel cache;
+  StreamDetector streams;
   VirtualClock clock;
   double owed_delay_ns = 0;
   Counter instructions{0};
+  Counter kernel_instructions{0};
+  Counter string_elements{0};
   Counter read_misses[2] = {0, 0};
   Counter write_misses[2] = {0, 0};
+  Counter streamed_misses[2] = {0, 0};
+  Counter kernel_misses[2] = {0, 0};
   Counter writebacks[2] = {0, 0};
   Counter other_ram{0};
   Counter published_ns{0};  // clock.now_ns() at the last epoch close
@@ -81,9 +88,6 @@ struct State {
 
 State* g_state = nullptr;
 
-// Userdata of a memory callback: whether the instruction is the store that follows a marker.
-void* const kPlainAccess = nullptr;
-void* const kMailboxStore = reinterpret_cast<void*>(1);
 
 void spin_host_ns(double ns) {
   timespec start;
@@ -108,9 +112,15 @@ VcpuState* vcpu_state(unsigned index) {
 void on_tb_exec(unsigned vcpu_index, void* udata) {
   VcpuState* v = vcpu_state(vcpu_index);
   if (v == nullptr) return;
-  uint64_t n = reinterpret_cast<uintptr_t>(udata);
-  bump(v->instructions, n);
-  v->clock.add_instructions(n);
+  const BlockInfo b = BlockInfo::unpack(reinterpret_cast<uintptr_t>(udata));
+  bump(v->instructions, b.instructions);
+  if (b.kernel) bump(v->kernel_instructions, b.instructions);
+  if (b.string_element_bytes != 0) {
+    bump(v->string_elements, b.instructions);
+    v->clock.add_string_elements(b.instructions, b.string_element_bytes);
+  } else {
+    v->clock.add_instructions(b.instructions);
+  }
   if (v->clock.open_instructions() >= g_state->config.epoch_instructions) close_epoch(*v);
   if (v->owed_delay_ns >= 20000) {  // spin in batches: one clock read per ~20 us owed
     spin_host_ns(v->owed_delay_ns);
@@ -135,6 +145,12 @@ void fill_counters(unsigned vcpu_index, sentinel_slowtier_counters* out) {
     out->slow_write_misses += get(v.write_misses[1]);
     out->fast_writebacks += get(v.writebacks[0]);
     out->slow_writebacks += get(v.writebacks[1]);
+    out->kernel_instructions += get(v.kernel_instructions);
+    out->string_elements += get(v.string_elements);
+    out->fast_streamed_misses += get(v.streamed_misses[0]);
+    out->slow_streamed_misses += get(v.streamed_misses[1]);
+    out->kernel_fast_misses += get(v.kernel_misses[0]);
+    out->kernel_slow_misses += get(v.kernel_misses[1]);
     out->other_ram_accesses += get(v.other_ram);
     if (i < SENTINEL_SLOWTIER_MAX_VCPUS) {
       out->vcpu_virtual_ns[i] = ns;
@@ -179,6 +195,7 @@ void on_mem(unsigned vcpu_index, qemu_plugin_meminfo_t info, uint64_t vaddr, voi
   if (hw == nullptr || qemu_plugin_hwaddr_is_io(hw)) return;
   const uint64_t ram_addr = qemu_plugin_hwaddr_phys_addr(hw);
   const bool is_store = qemu_plugin_mem_is_store(info);
+  const AccessInfo a = AccessInfo::unpack(reinterpret_cast<uintptr_t>(udata));
   const Node node = g_state->map.node_of(ram_addr);
   if (node == Node::kOther) {
     bump(v->other_ram);
@@ -187,7 +204,14 @@ void on_mem(unsigned vcpu_index, qemu_plugin_meminfo_t info, uint64_t vaddr, voi
     const int n = static_cast<int>(node);
     if (!r.hit) {
       bump(is_store ? v->write_misses[n] : v->read_misses[n]);
-      v->clock.add_miss(n);
+      if (a.kernel) bump(v->kernel_misses[n]);
+      // A fast-string store writes whole lines without reading them first (no read-for-ownership);
+      // the line still costs its write-back.
+      if (!(is_store && a.string_op)) {
+        const bool streamed = v->streams.on_miss(ram_addr >> v->cache.line_shift());
+        if (streamed) bump(v->streamed_misses[n]);
+        v->clock.add_miss(n, streamed);
+      }
       if (n == 1) v->owed_delay_ns += g_state->config.delay_ns;
     }
     if (r.wrote_back) {
@@ -198,7 +222,7 @@ void on_mem(unsigned vcpu_index, qemu_plugin_meminfo_t info, uint64_t vaddr, voi
       }
     }
   }
-  if (udata == kMailboxStore && is_store) answer_mailbox(vcpu_index, *v, ram_addr);
+  if (a.mailbox_store && is_store) answer_mailbox(vcpu_index, *v, ram_addr);
 }
 
 bool is_marker(const qemu_plugin_insn* insn) {
@@ -206,15 +230,27 @@ bool is_marker(const qemu_plugin_insn* insn) {
          std::memcmp(qemu_plugin_insn_data(insn), kMarkerInsn, sizeof kMarkerInsn) == 0;
 }
 
+uint32_t string_element_bytes(const qemu_plugin_insn* insn) {
+  return g_state->clock.string_bytes_per_cycle > 0
+             ? rep_string_element_bytes(static_cast<const uint8_t*>(qemu_plugin_insn_data(insn)),
+                                        qemu_plugin_insn_size(insn))
+             : 0;
+}
+
 void on_tb_trans(qemu_plugin_id_t, qemu_plugin_tb* tb) {
-  size_t n = qemu_plugin_tb_n_insns(tb);
+  const size_t n = qemu_plugin_tb_n_insns(tb);
+  const bool kernel = is_kernel_address(qemu_plugin_tb_vaddr(tb));
+  BlockInfo block{static_cast<uint32_t>(n), kernel, 0};
+  // TCG runs a rep movs/stos one element per execution of a block that holds only that instruction.
+  if (n == 1) block.string_element_bytes = string_element_bytes(qemu_plugin_tb_get_insn(tb, 0));
   qemu_plugin_register_vcpu_tb_exec_cb(tb, on_tb_exec, QEMU_PLUGIN_CB_NO_REGS,
-                                       reinterpret_cast<void*>(static_cast<uintptr_t>(n)));
+                                       reinterpret_cast<void*>(block.pack()));
   bool after_marker = false;
   for (size_t i = 0; i < n; ++i) {
     qemu_plugin_insn* insn = qemu_plugin_tb_get_insn(tb, i);
+    const AccessInfo access{after_marker, kernel, string_element_bytes(insn) != 0};
     qemu_plugin_register_vcpu_mem_cb(insn, on_mem, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW,
-                                     after_marker ? kMailboxStore : kPlainAccess);
+                                     reinterpret_cast<void*>(access.pack()));
     after_marker = is_marker(insn);
   }
 }
@@ -254,6 +290,12 @@ void write_stats(qemu_plugin_id_t, void*) {
   std::fprintf(f, "  \"instructions\": %llu, \"virtual_ns\": %llu, \"busy_virtual_ns\": %llu,\n",
                u(t.instructions), u(t.virtual_ns), u(t.busy_virtual_ns));
   std::fprintf(f, "  \"other_ram_accesses\": %llu,\n", u(t.other_ram_accesses));
+  std::fprintf(f, "  \"kernel_instructions\": %llu, \"string_elements\": %llu,\n", u(t.kernel_instructions),
+               u(t.string_elements));
+  std::fprintf(f, "  \"fast_streamed_misses\": %llu, \"slow_streamed_misses\": %llu,\n",
+               u(t.fast_streamed_misses), u(t.slow_streamed_misses));
+  std::fprintf(f, "  \"kernel_fast_misses\": %llu, \"kernel_slow_misses\": %llu,\n", u(t.kernel_fast_misses),
+               u(t.kernel_slow_misses));
   std::fprintf(f, "  \"mailbox_reads_node0\": %llu, \"mailbox_reads_node1\": %llu, "
                "\"mailbox_layout_failures\": %llu,\n",
                u(get(s.mailbox_reads[0])), u(get(s.mailbox_reads[1])), u(get(s.mailbox_layout_failures)));

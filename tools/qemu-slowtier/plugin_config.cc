@@ -94,6 +94,17 @@ bool parse_plugin_args(int argc, const char* const* argv, PluginConfig* out, std
       ok = parse_u64(value, 1, &c.epoch_instructions);
     } else if (key == "delay_ns") {
       ok = parse_double(value, 0, &c.delay_ns);
+    } else if (key == "stream_trackers") {
+      ok = parse_u64(value, 0, &u) && u <= 256;
+      c.stream.trackers = static_cast<uint32_t>(u);
+    } else if (key == "stream_train") {
+      ok = parse_u64(value, 0, &u) && u <= 64;
+      c.stream.train = static_cast<uint32_t>(u);
+    } else if (key == "stream_window") {
+      ok = parse_u64(value, 1, &u) && u <= 64;
+      c.stream.window = static_cast<uint32_t>(u);
+    } else if (key == "string_bytes_per_cycle") {
+      ok = parse_double(value, 0, &c.string_bytes_per_cycle);
     } else {
       *error = "unknown key '" + key + "'";
       return false;
@@ -123,6 +134,7 @@ bool parse_plugin_args(int argc, const char* const* argv, PluginConfig* out, std
 ClockParams clock_params(const PluginConfig& c) {
   ClockParams p;
   p.cpi = c.cpi;
+  p.string_bytes_per_cycle = c.string_bytes_per_cycle;
   p.freq_ghz = c.freq_ghz;
   p.mlp = c.tier.mlp;
   p.line_bytes = c.tier.access_bytes;
@@ -137,14 +149,16 @@ ClockParams clock_params(const PluginConfig& c) {
 
 std::string parameters_json(const PluginConfig& c) {
   const MemorySystem& m = c.tier;
-  char buf[1024];
+  char buf[2048];
   std::snprintf(buf, sizeof buf,
                 "\"tier\": %s, \"tier_description\": %s, "
                 "\"fast_latency_ns\": %g, \"fast_read_bw_gbps\": %g, \"fast_write_bw_gbps\": %g, "
                 "\"slow_latency_ns\": %g, \"slow_read_bw_gbps\": %g, \"slow_write_bw_gbps\": %g, "
                 "\"mlp\": %g, \"line_bytes\": %g, \"cpi\": %g, \"freq_ghz\": %g, "
                 "\"cache_bytes\": %llu, \"cache_ways\": %u, \"epoch_instructions\": %llu, "
-                "\"delay_ns\": %g, \"node0_bytes\": %llu, \"node1_bytes\": %llu, \"node1_base\": %llu",
+                "\"delay_ns\": %g, \"node0_bytes\": %llu, \"node1_bytes\": %llu, \"node1_base\": %llu, "
+                "\"stream_trackers\": %u, \"stream_train\": %u, \"stream_window\": %u, "
+                "\"string_bytes_per_cycle\": %g",
                 json_string(c.tier_spec).c_str(), json_string(describe_memory_system(m)).c_str(),
                 m.fast.latency_ns, m.fast.read_bw_gbps, m.fast.write_bw_gbps, m.slow.latency_ns,
                 m.slow.read_bw_gbps, m.slow.write_bw_gbps, m.mlp, m.access_bytes, c.cpi, c.freq_ghz,
@@ -152,7 +166,8 @@ std::string parameters_json(const PluginConfig& c) {
                 static_cast<unsigned long long>(c.epoch_instructions), c.delay_ns,
                 static_cast<unsigned long long>(c.node0_bytes),
                 static_cast<unsigned long long>(c.node1_bytes),
-                static_cast<unsigned long long>(c.node1_base));
+                static_cast<unsigned long long>(c.node1_base), c.stream.trackers, c.stream.train,
+                c.stream.window, c.string_bytes_per_cycle);
   return buf;
 }
 

@@ -5,7 +5,10 @@
 // Keys: tier (required), stats (JSON written at exit), node0_mb, node1_mb (required), node1_base_mb
 // (default 2 * node0_mb, QEMU 7.2's layout), node0_file, node1_file (the memory backends' files,
 // needed to answer mailbox reads), cpi (1.0), freq_ghz (3.0), cache_kb (2048), cache_ways (8),
-// epoch_insns (10000), delay_ns (0: host nanoseconds spun per slow-node miss beyond a fast one).
+// epoch_insns (10000), delay_ns (0: host nanoseconds spun per slow-node miss beyond a fast one),
+// stream_trackers (16; 0 turns the stream model off), stream_train (2), stream_window (4)
+// (stream_detector.h), string_bytes_per_cycle (32; 0 charges each rep movs/stos element as an
+// instruction) (virtual_clock.h).
 //
 // Thread safety: plain values and pure functions.
 #pragma once
@@ -14,6 +17,7 @@
 #include <string>
 
 #include "plan/tier_model.h"
+#include "stream_detector.h"
 #include "virtual_clock.h"
 
 namespace sentinel::slowtier {
@@ -33,6 +37,8 @@ struct PluginConfig {
   uint32_t cache_ways = 8;
   uint64_t epoch_instructions = 10000;
   double delay_ns = 0;
+  StreamParams stream;
+  double string_bytes_per_cycle = 32;
 };
 
 // Parses "key=value" strings. Returns false with a message naming the key on any error.

@@ -61,6 +61,7 @@ void qemu_plugin_register_vcpu_tb_exec_cb(struct qemu_plugin_tb* tb, qemu_plugin
 void qemu_plugin_register_vcpu_idle_cb(qemu_plugin_id_t id, qemu_plugin_vcpu_simple_cb_t cb);
 void qemu_plugin_register_vcpu_resume_cb(qemu_plugin_id_t id, qemu_plugin_vcpu_simple_cb_t cb);
 size_t qemu_plugin_tb_n_insns(const struct qemu_plugin_tb* tb);
+uint64_t qemu_plugin_tb_vaddr(const struct qemu_plugin_tb* tb);
 struct qemu_plugin_insn* qemu_plugin_tb_get_insn(const struct qemu_plugin_tb* tb, size_t idx);
 const void* qemu_plugin_insn_data(const struct qemu_plugin_insn* insn);
 size_t qemu_plugin_insn_size(const struct qemu_plugin_insn* insn);

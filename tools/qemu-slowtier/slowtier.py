@@ -20,6 +20,11 @@ _COUNTER_KEYS = ("instructions", "virtual_ns", "busy_virtual_ns", "fast_read_mis
                  "fast_write_misses", "slow_read_misses", "slow_write_misses", "fast_writebacks",
                  "slow_writebacks", "other_ram_accesses")
 
+# Where the time went: parts of the counters above (include/sentinel/slowtier.h).
+_BREAKDOWN_KEYS = ("kernel_instructions", "string_elements", "fast_streamed_misses",
+                   "slow_streamed_misses", "kernel_fast_misses", "kernel_slow_misses")
+_ALL_KEYS = _COUNTER_KEYS + _BREAKDOWN_KEYS
+
 
 class Counters(ctypes.Structure):
     """struct sentinel_slowtier_counters (include/sentinel/slowtier.h)."""
@@ -27,7 +32,8 @@ class Counters(ctypes.Structure):
                 [("vcpu", ctypes.c_uint32), ("n_vcpus", ctypes.c_uint32),
                  ("mailbox_node", ctypes.c_uint32), ("reserved", ctypes.c_uint32),
                  ("vcpu_virtual_ns", ctypes.c_uint64 * MAX_VCPUS),
-                 ("vcpu_instructions", ctypes.c_uint64 * MAX_VCPUS)])
+                 ("vcpu_instructions", ctypes.c_uint64 * MAX_VCPUS)] +
+                [(k, ctypes.c_uint64) for k in _BREAKDOWN_KEYS])
 
 
 def _default_lib():
@@ -52,7 +58,7 @@ class SlowTier:
             err = ctypes.get_errno()
             raise OSError(err, "no slow-tier plugin answered (SENTINEL_GUEST_SLOW_TIER off?)")
         c = self._buf
-        out = {k: int(getattr(c, k)) for k in _COUNTER_KEYS}
+        out = {k: int(getattr(c, k)) for k in _ALL_KEYS}
         n = min(c.n_vcpus, MAX_VCPUS)
         out["vcpu"] = int(c.vcpu)
         out["mailbox_node"] = int(c.mailbox_node)
@@ -63,7 +69,7 @@ class SlowTier:
     @staticmethod
     def delta(before, after):
         """after - before for every counter (virtual_ns: elapsed virtual time)."""
-        return {k: after[k] - before[k] for k in _COUNTER_KEYS}
+        return {k: after[k] - before[k] for k in _ALL_KEYS if k in before and k in after}
 
 
 if __name__ == "__main__":

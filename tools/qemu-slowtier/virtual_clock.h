@@ -3,12 +3,16 @@
 // (software floating point is ~3000x slower than native, loads and stores far less).
 //
 // Time is charged per epoch (a fixed number of instructions, closed early at every mailbox read):
-//   compute   = instructions * cpi / freq_ghz
-//   latency   = sum over nodes of misses(node) * latency_ns(node) / mlp
+//   compute   = (instructions * cpi + string elements * element bytes / string_bytes_per_cycle) / freq_ghz
+//   latency   = sum over nodes of (misses(node) - streamed(node)) * latency_ns(node) / mlp
 //   transfer  = for each node: misses(node) * line / read_bw(node) + writebacks(node) * line / write_bw(node)
 //   epoch     = max(compute + latency, max over nodes of transfer)
 // i.e. an epoch is latency-bound unless its traffic to one node exceeds what that node's bandwidth
-// carries in that time. Misses include the read-for-ownership of store misses.
+// carries in that time. `misses` are the lines read from a node: load misses and the
+// read-for-ownership of store misses. A streamed miss (stream_detector.h) is one a hardware prefetcher
+// would have fetched ahead: it costs bandwidth, not latency. The elements of a rep movs/stos are
+// guest instructions to TCG (one translation block per element) but one instruction to a core with
+// fast strings, which moves tens of bytes per cycle: they are charged by their bytes.
 //
 // Thread safety: none; each vCPU owns one. Invariant: now_ns() never decreases.
 #pragma once
@@ -25,6 +29,7 @@ struct NodeTiming {
 
 struct ClockParams {
   double cpi = 1.0;          // cycles per guest instruction, excluding memory stalls
+  double string_bytes_per_cycle = 32;  // rep movs/stos throughput; 0: each element is an instruction
   double freq_ghz = 3.0;     // cycles per ns
   double mlp = 8.0;          // misses overlapped per core
   double line_bytes = 64.0;  // bytes per miss or write-back
@@ -32,8 +37,10 @@ struct ClockParams {
 };
 
 struct EpochCounts {
-  uint64_t instructions = 0;
+  uint64_t instructions = 0;  // every guest instruction, string elements included (the epoch's length)
+  double cycles = 0;          // their compute cycles
   uint64_t misses[2] = {0, 0};
+  uint64_t streamed[2] = {0, 0};  // of misses, those charged at bandwidth only
   uint64_t writebacks[2] = {0, 0};
 };
 
@@ -44,8 +51,21 @@ class VirtualClock {
  public:
   explicit VirtualClock(const ClockParams& p) : params_(p) {}
 
-  void add_instructions(uint64_t n) { open_.instructions += n; }
-  void add_miss(int node) { ++open_.misses[node]; }
+  void add_instructions(uint64_t n) {
+    open_.instructions += n;
+    open_.cycles += static_cast<double>(n) * params_.cpi;
+  }
+  // n elements of a rep string instruction, each moving `bytes`.
+  void add_string_elements(uint64_t n, uint32_t bytes) {
+    open_.instructions += n;
+    open_.cycles += params_.string_bytes_per_cycle > 0
+                        ? static_cast<double>(n) * bytes / params_.string_bytes_per_cycle
+                        : static_cast<double>(n) * params_.cpi;
+  }
+  void add_miss(int node, bool streamed = false) {
+    ++open_.misses[node];
+    if (streamed) ++open_.streamed[node];
+  }
   void add_writeback(int node) { ++open_.writebacks[node]; }
   uint64_t open_instructions() const { return open_.instructions; }
 

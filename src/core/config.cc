@@ -108,6 +108,10 @@ class Parser {
     ok_ = copy_path(value_, dst, cap);
   }
   void budget(BudgetSpec* out) { ok_ = parse_budget_spec(value_, out); }
+  void flag(bool* out) {
+    ok_ = str_equal(value_, "0") || str_equal(value_, "1");
+    if (ok_) *out = str_equal(value_, "1");
+  }
 
  private:
   const char* value_;
@@ -148,6 +152,11 @@ constexpr Entry kEntries[] = {
      [](Parser& p, Config& c) { p.number(false, 0, 1023, &c.slow_node); }},
     {{"SENTINEL_SYSFS_ROOT", kPathValues, "/sys", "where the NUMA topology is read (tests fake one)", nullptr},
      [](Parser& p, Config& c) { p.path(c.sysfs_root, sizeof c.sysfs_root); }},
+    {{"SENTINEL_DRY_RUN", "0 or 1", "0",
+      "1: the slow node is simulated from SENTINEL_TIER's model and binds and moves to it are booked, not made "
+      "(managed mode on a machine without a slow node; docs/managed-mode.md)",
+      nullptr},
+     [](Parser& p, Config& c) { p.flag(&c.dry_run); }},
     {{"SENTINEL_MIN_OBJECT", "a byte count from 4096 to 1G, with optional K/M/G suffix (e.g. 64K)", "64K",
       "smallest allocation that is an object", "--min-object"},
      [](Parser& p, Config& c) { p.number(true, 4096, 1ull << 30, &c.min_object); }},

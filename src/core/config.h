@@ -45,6 +45,7 @@ struct Config {
   int32_t fast_node = -1;                 // SENTINEL_FAST_NODE: -1 = detected
   int32_t slow_node = -1;                 // SENTINEL_SLOW_NODE: -1 = detected
   char sysfs_root[kPathMax] = "/sys";     // SENTINEL_SYSFS_ROOT (tests fake a topology with it)
+  bool dry_run = false;                   // SENTINEL_DRY_RUN: simulate the slow node, book placement (os/dry_run.h)
   // Profiling (SENTINEL_MODE=profile, and managed mode before it has a plan).
   SamplerChoiceSetting sampler = SamplerChoiceSetting::kAuto;  // SENTINEL_SAMPLER
   uint32_t warmup_steps = 1;              // SENTINEL_WARMUP_STEPS: steps skipped before profiling

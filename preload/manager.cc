@@ -629,6 +629,7 @@ void manager_at_exit() noexcept {
     std::lock_guard<std::mutex> lock(g_report_mu);
     if (g_manager == nullptr) return;
     drain_completions(*g_manager, ~uint64_t{0});
+    g_manager->executor->finish();  // the program's last step counts too
     if (g_manager->timeline_file.is_open()) {
       std::string error;
       if (!g_manager->timeline_file.commit(&error)) {

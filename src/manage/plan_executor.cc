@@ -24,6 +24,15 @@ void PlanExecutor::stop() {
   }
 }
 
+void PlanExecutor::finish() {
+  if (step_ < 0) return;
+  const bool complete = plan_ != nullptr && phase_ + 1 >= plan_->period();
+  if (step_managed_ && !step_deviated_ && !complete) step_managed_ = false;  // ended mid-step: tells nothing
+  end_step();
+  step_ = -1;
+  phase_ = 0;
+}
+
 void PlanExecutor::begin_step(int64_t step, uint32_t period) {
   end_step();
   if (next_plan_ != nullptr && step >= next_first_step_) {

@@ -23,8 +23,10 @@
 // `real_nodes` fails as the kernel fails it (ENODEV for move_pages, EINVAL for mbind), booking nothing.
 //
 // Cost: the booked calls make one or two real system calls (the presence query, mincore) instead of the
-// placement call; a move then sleeps for moved_bytes / migration_bw_gbps on a channel clock (moves
-// queue behind each other as on one channel). Nothing allocates; no lock is held (book bytes are
+// placement call; a move then waits for moved_bytes / migration_bw_gbps on a channel clock (moves
+// queue behind each other as on one channel): it sleeps, and spins the last 150 us, since sleeps end late
+// and most moves of a step are short. (A real move_pages keeps its thread busy copying all the time: the
+// dry run is kinder to the program's other threads than a real channel.) Nothing allocates; no lock is held (book bytes are
 // relaxed atomics: two threads booking one page at once leave one of their values, as two racing
 // kernel calls would).
 //

@@ -39,7 +39,7 @@ constexpr const char* kForeignPrefixes[] = {"SENTINEL_GUEST_", "SENTINEL_BENCH_"
                                             "SENTINEL_IN_GUEST",
                                             // Variables of the project's scripts (build, tests, CI).
                                             "SENTINEL_BUILD_DIR", "SENTINEL_SKIP_GUEST", "SENTINEL_SANITIZERS",
-                                            "SENTINEL_BIN"};
+                                            "SENTINEL_BIN", "SENTINEL_TORCH2_VENV"};
 
 bool copy_path(const char* value, char* dst, size_t cap) {
   size_t n = 0;

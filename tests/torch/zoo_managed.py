@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""Trains torchvision models (tests/torch/programs/zoo.py) plain, under the preload in track mode, and in
-managed mode as a dry run (SENTINEL_DRY_RUN=1: the slow node simulated from the tier model), and checks
-for each model that
+"""Trains torchvision models (tests/torch/programs/zoo.py), or another program's models (--program, e.g.
+causal_lm.py with --model-option --family), plain, under the preload in track mode, and in managed mode as a
+dry run (SENTINEL_DRY_RUN=1: the slow node simulated from the tier model), and checks for each model that
   - the losses are bit-identical in both modes (compared as float.hex strings),
   - track mode and managed mode found every training step,
   - managed mode holds its plan: a plan is in force, every step after planning is a managed step, none fell
@@ -10,6 +10,9 @@ Prints one row per model. Exit status 0 when every model passes, 1 otherwise.
 
 Usage: zoo_managed.py LIBSENTINEL [--arch NAME ...] [--steps N] [--batch B] [--size PX] [--budget 20%]
                       [--tier optane] [--fake-data] [--python /usr/bin/python3] [--json FILE]
+                      [--program PROGRAM.py --model-option OPT] [-- PROGRAM ARGS...]
+The stats file of each run is SENTINEL_STATS=...-%p.json, read for the training process's pid: a program
+that starts other processes (torch.compile's compile workers) has them write their own, or none.
 """
 import argparse
 import json
@@ -23,25 +26,31 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PROGRAM = os.path.join(HERE, "programs", "zoo.py")
 
 
-def run(python, args, env_extra, out):
+def run(python, program, args, env_extra, out):
+    """Returns (losses JSON or None, stderr, seconds, pid)."""
     env = dict(os.environ)
     env.update(env_extra)
-    cmd = [python, PROGRAM, "--quiet", "--out", out] + args
+    cmd = [python, program, "--quiet", "--out", out] + args
     t0 = time.monotonic()
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _, err = proc.communicate()
     wall = time.monotonic() - t0
     if proc.returncode != 0:
-        return None, proc.stderr, wall
+        return None, err, wall, proc.pid
     with open(out) as f:
-        return json.load(f), proc.stderr, wall
+        return json.load(f), err, wall, proc.pid
 
 
 def check_model(opts, arch, tmp):
-    args = ["--arch", arch, "--steps", str(opts.steps), "--batch", str(opts.batch), "--size", str(opts.size)]
+    args = [opts.model_option, arch, "--steps", str(opts.steps)]
+    if opts.program == PROGRAM:
+        args += ["--batch", str(opts.batch), "--size", str(opts.size)]
     if opts.fake_data:
         args += ["--fake-data", "--workers", str(opts.workers)]
+    args += opts.program_args
     row = {"model": arch, "failures": []}
-    plain, err, row["plain_s"] = run(opts.python, args, {"LD_PRELOAD": ""}, os.path.join(tmp, f"{arch}-plain.json"))
+    plain, err, row["plain_s"], _ = run(opts.python, opts.program, args, {"LD_PRELOAD": ""},
+                                        os.path.join(tmp, f"{arch}-plain.json"))
     if plain is None:
         row["failures"].append("plain run failed: " + err.strip()[-300:])
         return row
@@ -51,13 +60,14 @@ def check_model(opts, arch, tmp):
                     "SENTINEL_TIER": opts.tier},
     }
     for mode, extra in modes.items():
-        stats_path = os.path.join(tmp, f"{arch}-{mode}-stats.json")
-        env = {"LD_PRELOAD": opts.lib, "SENTINEL_STATS": stats_path, "SENTINEL_LOG": "warn", **extra}
-        under, err, row[f"{mode}_s"] = run(opts.python, args, env, os.path.join(tmp, f"{arch}-{mode}.json"))
+        stats_pattern = os.path.join(tmp, f"{arch}-{mode}-stats-%p.json")
+        env = {"LD_PRELOAD": opts.lib, "SENTINEL_STATS": stats_pattern, "SENTINEL_LOG": "warn", **extra}
+        under, err, row[f"{mode}_s"], pid = run(opts.python, opts.program, args, env,
+                                                os.path.join(tmp, f"{arch}-{mode}.json"))
         if under is None:
             row["failures"].append(f"{mode} run failed: " + err.strip()[-300:])
             continue
-        with open(stats_path) as f:
+        with open(stats_pattern.replace("%p", str(pid))) as f:
             stats = json.load(f)
         if under["losses"] != plain["losses"]:
             diff = [i for i, (a, b) in enumerate(zip(plain["losses"], under["losses"])) if a != b]
@@ -101,6 +111,9 @@ def main():
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--python", default="/usr/bin/python3")
     p.add_argument("--json", help="write the rows here")
+    p.add_argument("--program", default=PROGRAM, help="the training program (default: programs/zoo.py)")
+    p.add_argument("--model-option", default="--arch", help="the program's option that names the model")
+    p.add_argument("program_args", nargs="*", help="more arguments for the program (after --)")
     opts = p.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -330,13 +330,16 @@ void at_exit() noexcept {
     manager_at_exit();
   }
   flush_deferred();
-  if (original_process && g_state.config.stats_path[0] != '\0') {
+  // Per-process output paths (%p) name files of the processes that used Sentinel: one that made no object
+  // (a launch script's shell, cat, mktemp) leaves none (core/config.h).
+  const bool made_objects = g_state.counters.objects_tracked.load(std::memory_order_relaxed) > 0;
+  if (original_process && g_state.config.stats_path[0] != '\0' && (made_objects || !g_state.config.stats_per_process)) {
     std::string error;
     if (!write_stats_json(g_state.config.stats_path, &error)) {
       log_write(LogLevel::kError, ("cannot write SENTINEL_STATS file: " + error).c_str());
     }
   }
-  if (original_process && g_state.config.trace_path[0] != '\0') {
+  if (original_process && g_state.config.trace_path[0] != '\0' && (made_objects || !g_state.config.trace_per_process)) {
     // Unlocked on purpose (writing allocates): threads still running at exit may tear a line or two.
     std::string error;
     if (!write_event_trace(g_state.config.trace_path, &error)) {

@@ -310,6 +310,9 @@ bool resolve_output_paths(Config* c, const ProcessIdentity& id, uint64_t start_t
                                     {"SENTINEL_TIMELINE", c->timeline_path}};
   for (const OutputVariable& v : outputs) {
     if (v.path == nullptr || v.path[0] == '\0') continue;
+    if (v.path == c->stats_path) c->stats_per_process = pattern_has(v.path, 'p');
+    if (v.path == c->trace_path) c->trace_per_process = pattern_has(v.path, 'p');
+    if (v.path == c->timeline_path) c->timeline_per_process = pattern_has(v.path, 'p');
     const char* why = nullptr;
     if (!resolve_output_path(v.name, v.path, Config::kPathMax, id, start_time, claims, c->output_note,
                              sizeof c->output_note, &why)) {

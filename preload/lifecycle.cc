@@ -76,6 +76,12 @@ void fork_child() {
 
 void exit_handler() { at_exit(); }
 
+// Whether this process made objects while its training steps were known (found or marked).
+bool trained_under_sentinel() {
+  return g_state.counters.objects_tracked.load(std::memory_order_relaxed) > 0 &&
+         (g_state.detector.locked() || g_state.detector.complete_steps() > 0);
+}
+
 // One log line per output path that got a suffix to keep this process's output apart from others'.
 void log_output_note(const char* note) {
   char line[Config::kPathMax * 2];
@@ -330,9 +336,10 @@ void at_exit() noexcept {
     manager_at_exit();
   }
   flush_deferred();
-  // Per-process output paths (%p) name files of the processes that used Sentinel: one that made no object
-  // (a launch script's shell, cat, mktemp) leaves none (core/config.h).
-  const bool made_objects = g_state.counters.objects_tracked.load(std::memory_order_relaxed) > 0;
+  // Per-process output paths (%p) name files of the processes that trained under Sentinel: one that made no
+  // object in a training step (a launch script's shell, cat, mktemp; torch.compile's compiler processes)
+  // leaves none (core/config.h).
+  const bool made_objects = trained_under_sentinel();
   if (original_process && g_state.config.stats_path[0] != '\0' && (made_objects || !g_state.config.stats_per_process)) {
     std::string error;
     if (!write_stats_json(g_state.config.stats_path, &error)) {

@@ -630,8 +630,7 @@ void manager_at_exit() noexcept {
     if (g_manager == nullptr) return;
     drain_completions(*g_manager, ~uint64_t{0});
     g_manager->executor->finish();  // the program's last step counts too
-    const bool made_objects = g_state.counters.objects_tracked.load(std::memory_order_relaxed) > 0;
-    if (g_manager->timeline_file.is_open() && !made_objects && g_state.config.timeline_per_process) {
+    if (g_manager->timeline_file.is_open() && g_manager->plans == 0 && g_state.config.timeline_per_process) {
       g_manager->timeline_file.abandon();
     } else if (g_manager->timeline_file.is_open()) {
       std::string error;

@@ -101,6 +101,7 @@ struct Profiler {
   uint64_t profiles_written = 0;
   uint64_t restarts = 0;
   uint32_t profiled_steps = 0;
+  int64_t last_profile_first_step = -1;
 };
 
 Profiler* g_profiler = nullptr;
@@ -253,6 +254,7 @@ void finish_profile(Profiler& p) {
       p.builder->build(sampler_kind_name(p.kind), p.kind == SamplerKind::kSoftware ? 1 : p.pmu_options.sample_period,
                        program_command_line()));
   p.profiled_steps = profile->profiled_steps;
+  p.last_profile_first_step = p.first_step;
   p.latest = profile;
   ++p.completed;
   log_write(LogLevel::kInfo, ("profile complete: " + std::to_string(profile->objects.size()) + " objects, period " +
@@ -547,6 +549,7 @@ ProfilerReport profiler_report() noexcept {
     r.sampler_reason = p.reason;
     r.samples = p.samples;
     r.profiled_steps = p.profiled_steps;
+    r.last_profile_first_step = p.last_profile_first_step;
     r.profiles_written = p.profiles_written;
     r.profile_restarts = p.restarts;
     r.events_dropped = g_state.events.dropped();

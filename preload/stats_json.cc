@@ -62,6 +62,7 @@ void add_profiler(Json& j) {
   j[key::kSamplerReason] = prof.sampler_reason;
   j[key::kProfileState] = prof.state;
   j[key::kProfiledSteps] = prof.profiled_steps;
+  j[key::kProfileFirstStep] = prof.last_profile_first_step;
   j[key::kProfilesWritten] = prof.profiles_written;
   j[key::kProfileRestarts] = prof.profile_restarts;
   j[key::kObjectEventsDropped] = prof.events_dropped;

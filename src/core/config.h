@@ -63,9 +63,9 @@ struct Config {
   uint32_t replan_rounds = 8;             // SENTINEL_REPLAN_ROUNDS: late-prefetch replans at most
   uint32_t placement_check = 0;           // SENTINEL_PLACEMENT_CHECK: query page nodes every N phases
   char status_path[kPathMax] = {};        // SENTINEL_STATUS: live status file (core/live_status.h)
-  // Set by resolve_output_paths: the path was a per-process pattern (%p). A process that made no object then
-  // writes no such file (a launch script's shell, cat and mktemp inherit the variable: docs/distributed.md);
-  // a fixed path is written whatever the process did.
+  // Set by resolve_output_paths: the path was a per-process pattern (%p). A process that made no object in a
+  // training step then writes no such file (a launch script's shell, cat and mktemp inherit the variable, and
+  // torch.compile's compiler processes: docs/distributed.md); a fixed path is written whatever the process did.
   bool stats_per_process = false, trace_per_process = false, timeline_per_process = false;
   // What resolve_output_paths changed (suffixes added to keep processes apart), one line each; logged
   // once at start.

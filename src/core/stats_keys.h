@@ -43,6 +43,7 @@ inline constexpr const char kSamples[] = "samples";
 inline constexpr const char kSamplerReason[] = "sampler_reason";
 inline constexpr const char kProfileState[] = "profile_state";
 inline constexpr const char kProfiledSteps[] = "profiled_steps";
+inline constexpr const char kProfileFirstStep[] = "profile_first_step";  // of the last profile taken
 inline constexpr const char kProfilesWritten[] = "profiles_written";
 inline constexpr const char kProfileRestarts[] = "profile_restarts";
 inline constexpr const char kObjectEventsDropped[] = "object_events_dropped";
@@ -123,7 +124,7 @@ inline constexpr const char kProfileSource[] = "profile_source";
 inline constexpr const char kPlansFromLocalRank0Profile[] = "plans_from_local_rank0_profile";
 inline constexpr const char kMode[] = "mode";
 
-inline constexpr std::array<std::string_view, 108> kAll = {
+inline constexpr std::array<std::string_view, 109> kAll = {
     kPid,
     kRank,
     kForkedChildren,
@@ -158,6 +159,7 @@ inline constexpr std::array<std::string_view, 108> kAll = {
     kSamplerReason,
     kProfileState,
     kProfiledSteps,
+    kProfileFirstStep,
     kProfilesWritten,
     kProfileRestarts,
     kObjectEventsDropped,

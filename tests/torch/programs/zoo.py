@@ -2,6 +2,8 @@
 """A torchvision classification model trained from scratch the way its reference recipes do it: SGD with
 momentum and weight decay, a StepLR schedule, cross entropy with label smoothing; random batches (seeded),
 or torchvision.datasets.FakeData with transforms through a DataLoader with worker processes."""
+import time
+
 import torch
 import torch.nn as nn
 import torchvision
@@ -39,6 +41,7 @@ def main():
     p.add_argument("--classes", type=int, default=100)
     p.add_argument("--fake-data", action="store_true", help="FakeData + transforms through a DataLoader")
     p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--step-times", action="store_true", help="also write each step's wall time (s) to --out")
     args = p.parse_args()
     setup(args)
     mark = step_marker(args)
@@ -49,16 +52,24 @@ def main():
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
     scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=max(1, args.steps // 3), gamma=0.1)
     criterion = nn.CrossEntropyLoss(label_smoothing=0.1)
-    losses = []
+    losses, times = [], []
+    t = time.perf_counter()
     for x, y in (fake_data(args) if args.fake_data else batches(args)):
         mark()
         optimizer.zero_grad()
-        loss = criterion(model(x), y)
+        out = model(x)
+        if isinstance(out, tuple):  # GoogLeNet and Inception v3 train with auxiliary classifiers
+            loss = criterion(out[0], y) + 0.3 * sum(criterion(a, y) for a in out[1:] if a is not None)
+        else:
+            loss = criterion(out, y)
         loss.backward()
         optimizer.step()
         scheduler.step()
         losses.append(loss.item())
-    report(args, args.arch, losses)
+        now = time.perf_counter()
+        times.append(now - t)
+        t = now
+    report(args, args.arch, losses, times if args.step_times else None)
 
 
 if __name__ == "__main__":

@@ -26,8 +26,6 @@ void PlanExecutor::stop() {
 
 void PlanExecutor::finish() {
   if (step_ < 0) return;
-  const bool complete = plan_ != nullptr && phase_ + 1 >= plan_->period();
-  if (step_managed_ && !step_deviated_ && !complete) step_managed_ = false;  // ended mid-step: tells nothing
   end_step();
   step_ = -1;
   phase_ = 0;

@@ -203,10 +203,10 @@ TEST(DryRun, MigrationEngineMovesObjectsToTheSimulatedNodeAndBack) {
   const migrate::StatsSnapshot st = e.snapshot();
   EXPECT_EQ(st.bytes_to_slow, 1024u * 4096);
   EXPECT_EQ(st.bytes_to_fast, 1024u * 4096);
-  // The engine's measured bandwidth is the modeled channel's (what managed mode compares with the plan's).
+  // The engine's measured bandwidth (what managed mode compares with the plan's) is never above the modeled
+  // channel's: every move waited at least its modeled time. (How far below depends on the machine's load.)
   const double measured = static_cast<double>(st.bytes_to_slow + st.bytes_to_fast) / static_cast<double>(st.move_ns);
-  EXPECT_LT(measured, 3.3 * 1.01);
-  EXPECT_GT(measured, 3.3 * 0.5);
+  EXPECT_LE(measured, 3.3);
   EXPECT_TRUE(b.intact(0, 1024));
   e.stop();
 }

@@ -120,6 +120,9 @@ def main():
     p.add_argument("--program-args", default="", help="more arguments for the program, one string")
     opts = p.parse_args()
     opts.program_args = shlex.split(opts.program_args)
+    if not os.path.exists(opts.python):
+        print(f"SKIP: no {opts.python} (scripts/install-deps.sh makes PyTorch 2's venv)")
+        sys.exit(77)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for arch in opts.arch:

@@ -57,7 +57,7 @@ bool print_stats_summary(const std::string& path, std::string* error) {
   }
   if (j.value(key::kDryRun, false)) {
     std::fprintf(stderr, "  DRY RUN                   slow node %d simulated: binds and moves booked (%s of channel time "
-                 "modeled), the kernel's placement untouched; times are this machine's, placement is not\n",
+                 "modeled), the kernel's placement untouched; step times are this machine's own, not a tiered machine's\n",
                  j.value(key::kSlowNode, -1), human_seconds(j.value(key::kDryRunChannelSeconds, 0.0)).c_str());
   }
   if (j.value(key::kSlowNode, -1) >= 0) {

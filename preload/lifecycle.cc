@@ -5,6 +5,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -19,7 +20,9 @@
 #include "runtime_state.h"
 #include "core/env.h"
 #include "core/process_identity.h"
+#include "os/dry_run.h"
 #include "os/resident.h"
+#include "plan/tier_model.h"
 #include "topo/topology.h"
 #include "service.h"
 #include "stats_json.h"
@@ -72,6 +75,12 @@ void fork_child() {
 }
 
 void exit_handler() { at_exit(); }
+
+// Whether this process made objects while its training steps were known (found or marked).
+bool trained_under_sentinel() {
+  return g_state.counters.objects_tracked.load(std::memory_order_relaxed) > 0 &&
+         (g_state.detector.locked() || g_state.detector.complete_steps() > 0);
+}
 
 // One log line per output path that got a suffix to keep this process's output apart from others'.
 void log_output_note(const char* note) {
@@ -160,6 +169,46 @@ void choose_profile_role(const ProcessIdentity& id) {
   g_state.profile_leader = id.local_rank >= 0 ? id.local_rank == 0 : id.rank == 0;
 }
 
+// SENTINEL_DRY_RUN: the slow node is one the machine does not have, numbered after its last node, with the
+// SENTINEL_TIER model's migration channel; its placement is kept in a book over the object heap (os/dry_run.h).
+// A real slow node, if there is one, is left alone: nothing in the heap's placement reaches the kernel.
+// False (after one line on stderr) when it cannot be set up.
+bool simulate_slow_node(topo::Topology* topology) {
+  MemorySystem mem;
+  std::string error;
+  if (!resolve_memory_system(g_state.config.tier, &mem, &error)) {
+    report_config_error(("sentinel: invalid SENTINEL_TIER='" + std::string(g_state.config.tier) +
+                         "' for SENTINEL_DRY_RUN: " + error + "; running as a pass-through allocator")
+                            .c_str());
+    return false;
+  }
+  int last = -1;
+  uint64_t real = 0;
+  for (const topo::NodeInfo& n : topology->nodes) {
+    last = std::max(last, n.id);
+    if (n.id >= 0 && n.id < 64) real |= uint64_t{1} << n.id;
+  }
+  os::DryRunConfig dry;
+  dry.start = g_state.heap.base();
+  dry.len = g_state.heap.reserved_bytes();
+  dry.simulated_node = last + 1;
+  dry.real_nodes = real;
+  dry.migration_bw_gbps = mem.migration_bw_gbps;
+  if (!os::start_dry_run(dry)) {
+    report_config_error("sentinel: SENTINEL_DRY_RUN: cannot map the placement book (or node ids above 125); "
+                        "running as a pass-through allocator");
+    return false;
+  }
+  const std::string real_slow =
+      topology->tiered() ? "; the real slow node " + std::to_string(topology->slow_node) + " is left alone" : "";
+  topology->slow_node = dry.simulated_node;
+  topology->reason = "dry run: node " + std::to_string(dry.simulated_node) + " simulated as the slow tier (" +
+                     mem.name + ", migration " + std::to_string(mem.migration_bw_gbps).substr(0, 4) +
+                     " GB/s); placement booked, never made; fast node " + std::to_string(topology->fast_node) +
+                     real_slow;
+  return true;
+}
+
 // Finds the fast and slow nodes and sets up the budget placer. With one memory node there is nothing
 // to place: said once, and objects are allocated as before. Returns false (after one line on stderr)
 // when SENTINEL_FAST_NODE or SENTINEL_SLOW_NODE name a node that cannot be used.
@@ -174,6 +223,7 @@ bool configure_placement(bool* tiered) {
     report_config_error(("sentinel: " + error + "; running as a pass-through allocator").c_str());
     return false;
   }
+  if (g_state.config.dry_run && !simulate_slow_node(&topology)) return false;
   pc.fast_node = topology.fast_node;
   pc.slow_node = topology.tiered() ? topology.slow_node : -1;
   if (!g_state.placer.configure(pc, &why)) {
@@ -286,13 +336,17 @@ void at_exit() noexcept {
     manager_at_exit();
   }
   flush_deferred();
-  if (original_process && g_state.config.stats_path[0] != '\0') {
+  // Per-process output paths (%p) name files of the processes that trained under Sentinel: one that made no
+  // object in a training step (a launch script's shell, cat, mktemp; torch.compile's compiler processes)
+  // leaves none (core/config.h).
+  const bool made_objects = trained_under_sentinel();
+  if (original_process && g_state.config.stats_path[0] != '\0' && (made_objects || !g_state.config.stats_per_process)) {
     std::string error;
     if (!write_stats_json(g_state.config.stats_path, &error)) {
       log_write(LogLevel::kError, ("cannot write SENTINEL_STATS file: " + error).c_str());
     }
   }
-  if (original_process && g_state.config.trace_path[0] != '\0') {
+  if (original_process && g_state.config.trace_path[0] != '\0' && (made_objects || !g_state.config.trace_per_process)) {
     // Unlocked on purpose (writing allocates): threads still running at exit may tear a line or two.
     std::string error;
     if (!write_event_trace(g_state.config.trace_path, &error)) {

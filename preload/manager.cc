@@ -629,7 +629,10 @@ void manager_at_exit() noexcept {
     std::lock_guard<std::mutex> lock(g_report_mu);
     if (g_manager == nullptr) return;
     drain_completions(*g_manager, ~uint64_t{0});
-    if (g_manager->timeline_file.is_open()) {
+    g_manager->executor->finish();  // the program's last step counts too
+    if (g_manager->timeline_file.is_open() && g_manager->plans == 0 && g_state.config.timeline_per_process) {
+      g_manager->timeline_file.abandon();
+    } else if (g_manager->timeline_file.is_open()) {
       std::string error;
       if (!g_manager->timeline_file.commit(&error)) {
         log_write(LogLevel::kError, ("cannot write SENTINEL_TIMELINE: " + error).c_str());

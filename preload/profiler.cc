@@ -76,6 +76,20 @@ struct Profiler {
   int64_t prev_step = -1;
   uint32_t prev_event = 0;
   uint64_t prev_time_ns = 0;
+  // Whether the steps have settled (settled_step): live object bytes at the start of the step in progress
+  // and of the one before, and the highest live bytes of the one before.
+  uint64_t step_start_bytes = 0, prev_start_bytes = 0, step_peak_bytes = 0, prev_peak_bytes = 0;
+  bool have_prev_step_bytes = false;
+  // The step (and structure: relocks) each live object was born in, and whether the step in progress / the
+  // one before freed an object born two or more steps before (settled_step). Objects alive when following
+  // resumed (profiler_set_active) count as old.
+  struct Birth {
+    uint64_t relocks = 0;
+    int64_t step = -1;
+  };
+  std::unordered_map<uint64_t, Birth> born_in;
+  bool births_need_seeding = false;
+  bool step_freed_older = false, prev_step_freed_older = false;
   std::vector<Armed> armed;  // sorted by start (PMU attribution uses binary search)
   // PMU samplers follow threads, not the process: threads created after start() are found by
   // rescanning /proc/self/task now and then and attached.
@@ -87,6 +101,7 @@ struct Profiler {
   uint64_t profiles_written = 0;
   uint64_t restarts = 0;
   uint32_t profiled_steps = 0;
+  int64_t last_profile_first_step = -1;
 };
 
 Profiler* g_profiler = nullptr;
@@ -239,6 +254,7 @@ void finish_profile(Profiler& p) {
       p.builder->build(sampler_kind_name(p.kind), p.kind == SamplerKind::kSoftware ? 1 : p.pmu_options.sample_period,
                        program_command_line()));
   p.profiled_steps = profile->profiled_steps;
+  p.last_profile_first_step = p.first_step;
   p.latest = profile;
   ++p.completed;
   log_write(LogLevel::kInfo, ("profile complete: " + std::to_string(profile->objects.size()) + " objects, period " +
@@ -295,6 +311,50 @@ void update_forecast(Profiler& p, const ObjectEvent& e) {
   p.prev_time_ns = e.time_ns;
 }
 
+// Live bytes at step starts and each step's peak, and births, for settled_step.
+void follow_step_bytes(Profiler& p, const LiveObjects& live, const ObjectEvent& e) {
+  if (p.births_need_seeding) {
+    p.births_need_seeding = false;
+    p.born_in.clear();
+    for (const auto& [key, o] : live) p.born_in[key] = Profiler::Birth{~uint64_t{0}, -1};
+  }
+  p.born_in[instance_key(e.slot, e.generation)] = Profiler::Birth{e.relocks, e.step};
+  if (e.step < 0) return;
+  const uint64_t before = e.live_bytes >= e.size ? e.live_bytes - e.size : 0;
+  if (e.event == 0) {
+    p.have_prev_step_bytes = p.step_peak_bytes > 0;
+    p.prev_start_bytes = p.step_start_bytes;
+    p.prev_peak_bytes = p.step_peak_bytes;
+    p.step_start_bytes = before;
+    p.step_peak_bytes = e.live_bytes;
+    p.prev_step_freed_older = p.step_freed_older;
+    p.step_freed_older = false;
+  }
+  p.step_peak_bytes = std::max(p.step_peak_bytes, e.live_bytes);
+}
+
+// A training step leaves memory as it found it: its forward pass builds up activations that its backward
+// pass frees, and what stays from one step to the next (weights, gradients, optimizer state) is the same at
+// every step's start and lives on. A loop inside the step that the detector may lock first
+// (docs/step-detection.md) does neither: a forward loop whose iterations keep their outputs starts every
+// "step" higher by about the iteration's own rise, and a backward loop frees, iteration by iteration, the
+// activations the forward pass made before the loop began, many of its "steps" ago (DenseNet-121's dense
+// blocks at batch 16, 64 px: 13 events an iteration, locked in the first step's backward pass 55 MB below
+// the forward's peak). A training step frees what it made and, at most, what the step before made
+// (gradients with zero_grad(set_to_none=True), a recurrent net's carried state). A step starting now is
+// settled when the step before it started within a quarter of that step's rise (its peak above its start)
+// of where this one starts, and freed no object born two or more steps before it (or under another step
+// structure). Profiles are only taken from settled steps, so an inner loop is not planned as the step
+// before the detector finds the whole step (which replaces it: relocks()). This also waits out a step that
+// first creates optimizer state.
+bool settled_step(const Profiler& p) {
+  if (!p.have_prev_step_bytes || p.prev_step_freed_older) return false;
+  const uint64_t rise = p.prev_peak_bytes - std::min(p.prev_peak_bytes, p.prev_start_bytes);
+  const uint64_t change = p.step_start_bytes > p.prev_start_bytes ? p.step_start_bytes - p.prev_start_bytes
+                                                                   : p.prev_start_bytes - p.step_start_bytes;
+  return change <= rise / 4;
+}
+
 // Whether to harvest and re-arm at this phase boundary. Arming costs a few hundred microseconds (an
 // mprotect per live object, each a TLB shootdown on the busy cores), so very short phases are merged
 // into the group of the phase before them: a phase gets its own windows when it is forecast to last
@@ -308,6 +368,7 @@ bool rearm_now(const Profiler& p, uint32_t phase, uint64_t now) {
 void on_alloc(Profiler& p, const LiveObjects& live, const ObjectEvent& e) {
   const uint64_t key = instance_key(e.slot, e.generation);
   update_forecast(p, e);
+  follow_step_bytes(p, live, e);
   if (e.relocks != p.relocks_seen) {
     if (p.relocks_seen != ~uint64_t{0} && p.state != ProfState::kWaiting) restart(p, "the step structure changed");
     p.relocks_seen = e.relocks;
@@ -320,7 +381,12 @@ void on_alloc(Profiler& p, const LiveObjects& live, const ObjectEvent& e) {
   }
   if (p.state == ProfState::kWaiting && e.step >= 0 && e.event == 0 && e.period > 0 && e.period >= p.min_period) {
     if (p.structure_first_step < 0) p.structure_first_step = e.step;
-    if (e.step - p.structure_first_step >= static_cast<int64_t>(g_state.config.warmup_steps)) {
+    // A program whose steps never settle (one that keeps a large tensor of every step) is profiled after
+    // 32 steps and 8,192 events (twice the longest period the detector locks) of waiting all the same;
+    // an inner loop has been replaced by the whole step long before that.
+    const int64_t waited = e.step - p.structure_first_step;
+    const bool waited_enough = waited >= 32 && static_cast<uint64_t>(waited) * e.period >= 8192;
+    if (waited >= static_cast<int64_t>(g_state.config.warmup_steps) && (settled_step(p) || waited_enough)) {
       begin_profile(p, live, e);
     }
   }
@@ -352,6 +418,11 @@ void on_alloc(Profiler& p, const LiveObjects& live, const ObjectEvent& e) {
 
 void on_free(Profiler& p, const ObjectEvent& e) {
   const uint64_t key = instance_key(e.slot, e.generation);
+  if (auto it = p.born_in.find(key); it != p.born_in.end()) {
+    const Profiler::Birth b = it->second;
+    if (b.relocks != e.relocks || b.step < 0 || e.step - b.step >= 2) p.step_freed_older = true;
+    p.born_in.erase(it);
+  }
   if ((p.state == ProfState::kProfiling || p.state == ProfState::kTail) && p.builder && e.step >= p.first_step) {
     p.builder->on_free(key, static_cast<uint32_t>(e.step - p.first_step), e.event, e.live_bytes);
   }
@@ -408,10 +479,13 @@ void profiler_set_active(bool active) noexcept {
     stop_sampling(p);
     p.builder.reset();
     p.state = ProfState::kWaiting;
+    p.born_in.clear();  // not followed while inactive
   }
   if (!p.active && active) {
     p.structure_first_step = -1;
     p.relocks_seen = ~uint64_t{0};
+    p.births_need_seeding = true;
+    p.have_prev_step_bytes = false;
   }
   p.active = active;
 }
@@ -475,6 +549,7 @@ ProfilerReport profiler_report() noexcept {
     r.sampler_reason = p.reason;
     r.samples = p.samples;
     r.profiled_steps = p.profiled_steps;
+    r.last_profile_first_step = p.last_profile_first_step;
     r.profiles_written = p.profiles_written;
     r.profile_restarts = p.restarts;
     r.events_dropped = g_state.events.dropped();

@@ -59,6 +59,7 @@ struct ProfilerReport {
   std::string sampler_reason;  // why that sampler
   uint64_t samples = 0;        // faults claimed (software) or PMU samples attributed to objects
   uint32_t profiled_steps = 0;
+  int64_t last_profile_first_step = -1;  // detector step index of the last profile's first profiled step
   uint64_t profiles_written = 0;
   uint64_t profile_restarts = 0;
   uint64_t events_dropped = 0;

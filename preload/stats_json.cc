@@ -10,6 +10,7 @@
 #include "core/text_buf.h"
 #include "manager.h"
 #include "migration.h"
+#include "os/dry_run.h"
 #include "profiler.h"
 #include "runtime_state.h"
 
@@ -61,6 +62,7 @@ void add_profiler(Json& j) {
   j[key::kSamplerReason] = prof.sampler_reason;
   j[key::kProfileState] = prof.state;
   j[key::kProfiledSteps] = prof.profiled_steps;
+  j[key::kProfileFirstStep] = prof.last_profile_first_step;
   j[key::kProfilesWritten] = prof.profiles_written;
   j[key::kProfileRestarts] = prof.profile_restarts;
   j[key::kObjectEventsDropped] = prof.events_dropped;
@@ -98,6 +100,14 @@ void add_placement(Json& j, const State& s) {
   j[key::kFastNode] = s.placer.enabled() ? s.placer.fast_node() : -1;
   j[key::kSlowNode] = s.placer.enabled() ? s.placer.slow_node() : -1;
   j[key::kTopology] = std::string(s.topology);
+  j[key::kDryRun] = s.config.dry_run;
+  if (s.config.dry_run) {
+    const os::DryRunCounts d = os::dry_run_counts();
+    j[key::kDryRunPagesToSlow] = d.pages_to_simulated;
+    j[key::kDryRunPagesFromSlow] = d.pages_from_simulated;
+    j[key::kDryRunPagesOnSlowAtExit] = d.pages_on_simulated;
+    j[key::kDryRunChannelSeconds] = static_cast<double>(d.paced_ns) / 1e9;
+  }
   // The host budget shared with the job's other ranks (docs/distributed.md), null when not shared.
   j[key::kHostLedger] = p.host_ledger ? Json(std::string(s.ledger_path)) : Json(nullptr);
   j[key::kHostBudgetBytes] = p.host_ledger ? Json(p.host_budget_bytes) : Json(nullptr);
@@ -108,6 +118,7 @@ void add_placement(Json& j, const State& s) {
 void add_managed(Json& j, const State& s) {
   const ManagerReport m = manager_report();
   j[key::kManagedStage] = m.stage;
+  j[key::kTier] = std::string(s.config.tier);
   j[key::kPlanSource] = m.plan_source;
   j[key::kProfileSource] = m.profile_source;
   j[key::kPlansFromLocalRank0Profile] = m.plans_from_leader;

@@ -39,7 +39,7 @@ constexpr const char* kForeignPrefixes[] = {"SENTINEL_GUEST_", "SENTINEL_BENCH_"
                                             "SENTINEL_IN_GUEST",
                                             // Variables of the project's scripts (build, tests, CI).
                                             "SENTINEL_BUILD_DIR", "SENTINEL_SKIP_GUEST", "SENTINEL_SANITIZERS",
-                                            "SENTINEL_BIN"};
+                                            "SENTINEL_BIN", "SENTINEL_TORCH2_VENV"};
 
 bool copy_path(const char* value, char* dst, size_t cap) {
   size_t n = 0;
@@ -108,6 +108,10 @@ class Parser {
     ok_ = copy_path(value_, dst, cap);
   }
   void budget(BudgetSpec* out) { ok_ = parse_budget_spec(value_, out); }
+  void flag(bool* out) {
+    ok_ = str_equal(value_, "0") || str_equal(value_, "1");
+    if (ok_) *out = str_equal(value_, "1");
+  }
 
  private:
   const char* value_;
@@ -148,6 +152,11 @@ constexpr Entry kEntries[] = {
      [](Parser& p, Config& c) { p.number(false, 0, 1023, &c.slow_node); }},
     {{"SENTINEL_SYSFS_ROOT", kPathValues, "/sys", "where the NUMA topology is read (tests fake one)", nullptr},
      [](Parser& p, Config& c) { p.path(c.sysfs_root, sizeof c.sysfs_root); }},
+    {{"SENTINEL_DRY_RUN", "0 or 1", "0",
+      "1: the slow node is simulated from SENTINEL_TIER's model and binds and moves to it are booked, not made "
+      "(managed mode on a machine without a slow node; docs/managed-mode.md)",
+      nullptr},
+     [](Parser& p, Config& c) { p.flag(&c.dry_run); }},
     {{"SENTINEL_MIN_OBJECT", "a byte count from 4096 to 1G, with optional K/M/G suffix (e.g. 64K)", "64K",
       "smallest allocation that is an object", "--min-object"},
      [](Parser& p, Config& c) { p.number(true, 4096, 1ull << 30, &c.min_object); }},
@@ -301,6 +310,9 @@ bool resolve_output_paths(Config* c, const ProcessIdentity& id, uint64_t start_t
                                     {"SENTINEL_TIMELINE", c->timeline_path}};
   for (const OutputVariable& v : outputs) {
     if (v.path == nullptr || v.path[0] == '\0') continue;
+    if (v.path == c->stats_path) c->stats_per_process = pattern_has(v.path, 'p');
+    if (v.path == c->trace_path) c->trace_per_process = pattern_has(v.path, 'p');
+    if (v.path == c->timeline_path) c->timeline_per_process = pattern_has(v.path, 'p');
     const char* why = nullptr;
     if (!resolve_output_path(v.name, v.path, Config::kPathMax, id, start_time, claims, c->output_note,
                              sizeof c->output_note, &why)) {

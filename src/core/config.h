@@ -45,6 +45,7 @@ struct Config {
   int32_t fast_node = -1;                 // SENTINEL_FAST_NODE: -1 = detected
   int32_t slow_node = -1;                 // SENTINEL_SLOW_NODE: -1 = detected
   char sysfs_root[kPathMax] = "/sys";     // SENTINEL_SYSFS_ROOT (tests fake a topology with it)
+  bool dry_run = false;                   // SENTINEL_DRY_RUN: simulate the slow node, book placement (os/dry_run.h)
   // Profiling (SENTINEL_MODE=profile, and managed mode before it has a plan).
   SamplerChoiceSetting sampler = SamplerChoiceSetting::kAuto;  // SENTINEL_SAMPLER
   uint32_t warmup_steps = 1;              // SENTINEL_WARMUP_STEPS: steps skipped before profiling
@@ -62,6 +63,10 @@ struct Config {
   uint32_t replan_rounds = 8;             // SENTINEL_REPLAN_ROUNDS: late-prefetch replans at most
   uint32_t placement_check = 0;           // SENTINEL_PLACEMENT_CHECK: query page nodes every N phases
   char status_path[kPathMax] = {};        // SENTINEL_STATUS: live status file (core/live_status.h)
+  // Set by resolve_output_paths: the path was a per-process pattern (%p). A process that made no object in a
+  // training step then writes no such file (a launch script's shell, cat and mktemp inherit the variable, and
+  // torch.compile's compiler processes: docs/distributed.md); a fixed path is written whatever the process did.
+  bool stats_per_process = false, trace_per_process = false, timeline_per_process = false;
   // What resolve_output_paths changed (suffixes added to keep processes apart), one line each; logged
   // once at start.
   char output_note[1024] = {};

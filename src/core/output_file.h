@@ -75,6 +75,11 @@ class OutputFileStream : private OutputFileBuffer, public std::ostream {
   bool open(const std::string& path, std::string* error);
   // Flushes, then OutputFile::commit.
   bool commit(std::string* error);
+  // Removes the temporary file; the target is untouched.
+  void abandon() {
+    discard();
+    file_.abandon();
+  }
   bool is_open() const { return file_.is_open(); }
 };
 

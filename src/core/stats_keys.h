@@ -43,6 +43,7 @@ inline constexpr const char kSamples[] = "samples";
 inline constexpr const char kSamplerReason[] = "sampler_reason";
 inline constexpr const char kProfileState[] = "profile_state";
 inline constexpr const char kProfiledSteps[] = "profiled_steps";
+inline constexpr const char kProfileFirstStep[] = "profile_first_step";  // of the last profile taken
 inline constexpr const char kProfilesWritten[] = "profiles_written";
 inline constexpr const char kProfileRestarts[] = "profile_restarts";
 inline constexpr const char kObjectEventsDropped[] = "object_events_dropped";
@@ -74,6 +75,14 @@ inline constexpr const char kPartialMovesCountedFast[] = "partial_moves_counted_
 inline constexpr const char kFastNode[] = "fast_node";
 inline constexpr const char kSlowNode[] = "slow_node";
 inline constexpr const char kTopology[] = "topology";
+// SENTINEL_DRY_RUN (os/dry_run.h): the slow node is simulated and its placement booked.
+inline constexpr const char kDryRun[] = "dry_run";
+inline constexpr const char kDryRunPagesToSlow[] = "dry_run_pages_to_slow";
+inline constexpr const char kDryRunPagesFromSlow[] = "dry_run_pages_from_slow";
+inline constexpr const char kDryRunPagesOnSlowAtExit[] = "dry_run_pages_on_slow_at_exit";
+inline constexpr const char kDryRunChannelSeconds[] = "dry_run_channel_seconds";
+// The tier model managed mode planned for (SENTINEL_TIER), so that `sentinel report` replays with it.
+inline constexpr const char kTier[] = "tier";
 inline constexpr const char kManagedStage[] = "managed_stage";
 inline constexpr const char kPlanSource[] = "plan_source";
 inline constexpr const char kFirstManagedStep[] = "first_managed_step";
@@ -115,7 +124,7 @@ inline constexpr const char kProfileSource[] = "profile_source";
 inline constexpr const char kPlansFromLocalRank0Profile[] = "plans_from_local_rank0_profile";
 inline constexpr const char kMode[] = "mode";
 
-inline constexpr std::array<std::string_view, 102> kAll = {
+inline constexpr std::array<std::string_view, 109> kAll = {
     kPid,
     kRank,
     kForkedChildren,
@@ -150,6 +159,7 @@ inline constexpr std::array<std::string_view, 102> kAll = {
     kSamplerReason,
     kProfileState,
     kProfiledSteps,
+    kProfileFirstStep,
     kProfilesWritten,
     kProfileRestarts,
     kObjectEventsDropped,
@@ -181,11 +191,17 @@ inline constexpr std::array<std::string_view, 102> kAll = {
     kFastNode,
     kSlowNode,
     kTopology,
+    kDryRun,
+    kDryRunPagesToSlow,
+    kDryRunPagesFromSlow,
+    kDryRunPagesOnSlowAtExit,
+    kDryRunChannelSeconds,
     kHostLedger,
     kHostBudgetBytes,
     kPeakHostFastBytes,
     kHostRanksAtExit,
     kManagedStage,
+    kTier,
     kPlanSource,
     kProfileSource,
     kPlansFromLocalRank0Profile,

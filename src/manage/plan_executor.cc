@@ -24,6 +24,13 @@ void PlanExecutor::stop() {
   }
 }
 
+void PlanExecutor::finish() {
+  if (step_ < 0) return;
+  end_step();
+  step_ = -1;
+  phase_ = 0;
+}
+
 void PlanExecutor::begin_step(int64_t step, uint32_t period) {
   end_step();
   if (next_plan_ != nullptr && step >= next_first_step_) {

@@ -94,6 +94,11 @@ class PlanExecutor {
   void start(std::shared_ptr<const CompiledPlan> plan, int64_t first_step);
   // No plan any more, at once: nothing more is issued until start() (live objects are still followed).
   void stop();
+  // The program ends: the step in progress is closed as any step is when the next one begins: managed when it
+  // followed the plan up to the program's end (its last events may be missing: the detector's step may begin
+  // inside the loop's iteration, and the last iteration has no next one), fallback when it left it. Nothing
+  // is counted after this until the next step begins.
+  void finish();
   bool has_plan() const { return plan_ != nullptr || next_plan_ != nullptr; }
   const CompiledPlan* plan() const { return plan_.get(); }
 

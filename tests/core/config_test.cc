@@ -165,6 +165,7 @@ INSTANTIATE_TEST_SUITE_P(
                       BadValue{"SENTINEL_PROFILE_STEPS", "0", "1 to 100"},
                       BadValue{"SENTINEL_PROFILE_OUT", "", "non-empty file path"},
                       BadValue{"SENTINEL_SAMPLE_PERIOD", "10", "100 to 100000000"},
+                      BadValue{"SENTINEL_DRY_RUN", "yes", "0 or 1"},
                       BadValue{"SENTINEL_MIN_OBJECT", "lots", "4096 to 1G"},
                       BadValue{"SENTINEL_MIN_OBJECT", "100", "4096 to 1G"},
                       BadValue{"SENTINEL_MIN_OBJECT", "2G", "4096 to 1G"},

@@ -167,7 +167,7 @@ def check(ref_path, deviating, args):
         fail(f"node-0 object bytes {peak_node0} above the budget {budget}")
     if st["peak_fast_bytes"] > budget:
         fail(f"Sentinel's own count of fast bytes {st['peak_fast_bytes']} above the budget {budget}")
-    after = st["last_step_index"] - st["first_managed_step"]
+    after = st["last_step_index"] - st["first_managed_step"] + 1  # the last step is closed at exit
     if not deviating and (st["managed_steps"] + st["fallback_steps"] != after or after < 2):
         fail(f"{after} steps after planning, {st['managed_steps']} managed + {st['fallback_steps']} fallback")
     if deviating:

@@ -273,6 +273,35 @@ TEST_F(ExecutorTest, AMoveBackCancelsAWaitingMove) {
   EXPECT_EQ(ex.stats().moves_dropped, 0u);
 }
 
+// The program's last step has no next step to close it: finish() does, also when the program ends before the
+// step's last events (the detector's step may begin inside the loop's iteration).
+TEST_F(ExecutorTest, FinishClosesTheLastStep) {
+  FakeSink sink(1 << 20);
+  PlanExecutor ex(&sink);
+  ex.start(compile(), 0);
+  for (uint32_t e = 0; e < 4; ++e) ex.on_alloc(ObjectRef{10 + e, 1}, e == 3 ? 0x77 : 0x20 + 0x10 * e, 100, Tier::kFast, 0, e, 4);
+  ASSERT_FALSE(ex.step_deviated());
+  ex.finish();
+  EXPECT_EQ(ex.stats().managed_steps, 1u);
+  ex.finish();  // nothing more to close
+  EXPECT_EQ(ex.stats().managed_steps, 1u);
+
+  PlanExecutor cut(&sink);
+  cut.start(compile(), 0);
+  cut.on_alloc(ObjectRef{20, 1}, kA, 4000, Tier::kFast, 0, 0, 4);
+  cut.on_alloc(ObjectRef{21, 1}, kB, 2000, Tier::kFast, 0, 1, 4);
+  cut.finish();
+  EXPECT_EQ(cut.stats().managed_steps, 1u);
+  EXPECT_EQ(cut.stats().fallback_steps, 0u);
+
+  PlanExecutor left(&sink);
+  left.start(compile(), 0);
+  left.on_alloc(ObjectRef{30, 1}, kA, 4000, Tier::kFast, 0, 0, 4);
+  left.on_alloc(ObjectRef{31, 1}, 0xbad, 2000, Tier::kFast, 0, 1, 4);
+  left.finish();
+  EXPECT_EQ(left.stats().fallback_steps, 1u);
+}
+
 TEST_F(ExecutorTest, StopEndsManagement) {
   FakeSink sink(1 << 20);
   PlanExecutor ex(&sink);

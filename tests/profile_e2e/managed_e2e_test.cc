@@ -105,7 +105,8 @@ TEST(ManagedE2E, EveryStepAfterThePlanIsManagedAndTheOutputIsUnchanged) {
   const int64_t first = m.stats["first_managed_step"], last = m.stats["last_step_index"];
   ASSERT_GE(first, 0);
   EXPECT_GE(last - first, 4);
-  EXPECT_EQ(m.stats["managed_steps"].get<int64_t>() + m.stats["fallback_steps"].get<int64_t>(), last - first);
+  // Steps first..last, the last closed at exit (PlanExecutor::finish).
+  EXPECT_EQ(m.stats["managed_steps"].get<int64_t>() + m.stats["fallback_steps"].get<int64_t>(), last - first + 1);
   EXPECT_EQ(m.stats["fallback_steps"], 0);
   EXPECT_EQ(m.stats["live_bytes_at_exit"], 0);
   // The executed timeline reads back and replays through the cost model next to the planned policies.

@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "commands.h"
+#include "core/stats_keys.h"
 #include "plan/replay.h"
 #include "report/input_kind.h"
 #include "report/page.h"
@@ -49,7 +50,9 @@ void add_report_command(CLI::App& app, int* rc) {
   cmd->add_option("--json", o->json_out, "also write every number of the report as JSON to this file");
   cmd->add_option("--budget", o->budget, "fast-memory budget: percent of the profile's peak or bytes")
       ->capture_default_str();
-  cmd->add_option("--tier", o->tier, "tier model: dram, optane, cxl, cxl-x8, ... or a file")->capture_default_str();
+  CLI::Option* tier_option =
+      cmd->add_option("--tier", o->tier, "tier model: dram, optane, cxl, cxl-x8, ... or a file (default: the tier the "
+                                         "run planned for, from its stats file; else cxl)");
   CLI::Option* optimal =
       cmd->add_flag("--optimal", o->optimal, "always add the optimal plan (MILP) to the budget sweep");
   cmd->add_flag("--no-optimal", o->no_optimal, "never run the MILP (default: only for small profiles)")
@@ -60,7 +63,7 @@ void add_report_command(CLI::App& app, int* rc) {
   cmd->add_option("--rows", o->rows, "objects shown in the per-object timeline")
       ->capture_default_str()
       ->check(CLI::Range(1, 10000));
-  cmd->callback([o, rc] {
+  cmd->callback([o, rc, tier_option] {
     report::ReportInputs in;
     for (const std::string& path : o->inputs) {
       report::InputKind kind;
@@ -93,6 +96,17 @@ void add_report_command(CLI::App& app, int* rc) {
       return;
     }
     in.tier = o->tier;
+    if (tier_option->count() == 0 && !in.stats_path.empty()) {
+      // A managed run's stats name the tier model its plans were made for: replay with the same one.
+      std::ifstream stats(in.stats_path);
+      const nlohmann::json j = nlohmann::json::parse(stats, nullptr, false);
+      if (j.is_object() && j.contains(stats_key::kTier) && j[stats_key::kTier].is_string() &&
+          !j[stats_key::kTier].get<std::string>().empty()) {
+        in.tier = j[stats_key::kTier].get<std::string>();
+        std::fprintf(stderr, "sentinel report: tier model %s, which the run planned for (--tier to choose another)\n",
+                     in.tier.c_str());
+      }
+    }
     in.optimal = o->no_optimal ? report::OptimalMode::kOff
                  : o->optimal  ? report::OptimalMode::kOn
                                : report::OptimalMode::kAuto;

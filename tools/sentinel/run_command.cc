@@ -26,8 +26,8 @@ namespace {
 // The variables the runtime reads, for the end of `sentinel run --help`.
 std::string variables_help() {
   std::string text =
-      "With --fast-budget and no --mode, a machine with a slow memory node runs managed mode (objects\n"
-      "move along a plan every step); with one node it runs track mode.\n\nEvery variable the runtime reads:\n";
+      "With --fast-budget and no --mode, a machine with a slow memory node (or --dry-run) runs managed mode\n"
+      "(objects move along a plan every step); with one node it runs track mode.\n\nEvery variable the runtime reads:\n";
   for (size_t i = 0; i < config_variable_count(); ++i) {
     const ConfigVariable& v = config_variable(i);
     text += std::string("  ") + v.name + ": " + v.meaning + ". Accepted: " + v.values + ". Default: " +
@@ -55,6 +55,14 @@ bool machine_is_tiered(const EnvList& env) {
   (void)env;
   return false;
 #endif
+}
+
+// SENTINEL_DRY_RUN=1 (--dry-run, or in the environment): the slow node is simulated.
+bool dry_run(const EnvList& env) {
+  for (const auto& [k, v] : env)
+    if (k == "SENTINEL_DRY_RUN") return v == "1";
+  const char* v = ::getenv("SENTINEL_DRY_RUN");
+  return v != nullptr && std::strcmp(v, "1") == 0;
 }
 
 std::string executable_dir() {
@@ -106,6 +114,10 @@ void add_run_options(CLI::App* cmd, RunOptions* options) {
   }
   cmd->add_option("--lib", options->lib, "libsentinel.so to preload (default: next to this tool)")->type_name("PATH");
   cmd->add_flag("--quiet", options->quiet, "no summary at the end");
+  cmd->add_flag_callback(
+      "--dry-run", [options] { options->env.emplace_back("SENTINEL_DRY_RUN", "1"); },
+      "simulate the slow node from the tier model (--tier) and book binds and moves instead of making them: "
+      "managed mode on a machine without a slow node (SENTINEL_DRY_RUN=1)");
   cmd->add_option("PROGRAM", options->program, "the program and its arguments (after \"--\" or the first word "
                                                "that is not an option)")
       ->required();
@@ -135,10 +147,11 @@ int run_program(const RunOptions& options, const EnvList& extra_env) {
     return ::getenv(name) != nullptr;
   };
   if (has("SENTINEL_FAST_BUDGET") && !has("SENTINEL_MODE")) {
-    const bool tiered = machine_is_tiered(env);
+    const bool tiered = dry_run(env) || machine_is_tiered(env);
     env.emplace_back("SENTINEL_MODE", tiered ? "managed" : "track");
     if (!quiet && !tiered) {
-      std::fprintf(stderr, "sentinel run: one memory node here: nothing to move, running track mode\n");
+      std::fprintf(stderr, "sentinel run: one memory node here: nothing to move, running track mode "
+                           "(--dry-run simulates a slow node)\n");
     }
   }
   if (lib.empty() || ::access(lib.c_str(), R_OK) != 0) {

@@ -12,6 +12,12 @@ namespace sentinel::cli {
 
 namespace key = stats_key;
 
+std::string human_seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, s < 1 ? "%.1f ms" : "%.2f s", s < 1 ? s * 1e3 : s);
+  return buf;
+}
+
 bool print_stats_summary(const std::string& path, std::string* error) {
   std::ifstream in(path);
   if (!in) {
@@ -48,6 +54,11 @@ bool print_stats_summary(const std::string& path, std::string* error) {
     std::fprintf(stderr, "  invalid frees ignored     %llu\n  heap-full fallbacks       %llu\n",
                  static_cast<unsigned long long>(u(key::kInvalidFrees)),
                  static_cast<unsigned long long>(u(key::kHeapFullFallbacks)));
+  }
+  if (j.value(key::kDryRun, false)) {
+    std::fprintf(stderr, "  DRY RUN                   slow node %d simulated: binds and moves booked (%s of channel time "
+                 "modeled), the kernel's placement untouched; step times are this machine's own, not a tiered machine's\n",
+                 j.value(key::kSlowNode, -1), human_seconds(j.value(key::kDryRunChannelSeconds, 0.0)).c_str());
   }
   if (j.value(key::kSlowNode, -1) >= 0) {
     std::fprintf(stderr, "  nodes                     fast %d, slow %d\n", j.value(key::kFastNode, -1), j.value(key::kSlowNode, -1));

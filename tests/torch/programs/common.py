@@ -51,12 +51,15 @@ def mlp(features, width, classes, hidden=1):
     return nn.Sequential(*layers, nn.Linear(width, classes))
 
 
-def report(args, name, losses):
-    """losses: one float per optimizer step, in order."""
+def report(args, name, losses, step_seconds=None):
+    """losses: one float per optimizer step, in order; step_seconds, when given, each step's wall time."""
     hexed = [float(v).hex() for v in losses]
     if not args.quiet:
         for i, v in enumerate(losses):
             print(f"step {i} loss {v:.6f}")
     if args.out:
         with open(args.out, "w") as f:
-            json.dump({"model": name, "steps": len(losses), "losses": hexed}, f)
+            out = {"model": name, "steps": len(losses), "losses": hexed}
+            if step_seconds is not None:
+                out["step_seconds"] = step_seconds
+            json.dump(out, f)

@@ -1,0 +1,116 @@
+#!/usr/bin/python3
+"""Sentinel's overhead on real-sized torchvision models (tests/torch/programs/zoo.py), per steady step: each
+model trained plain, under the preload in track mode, and in managed mode as a dry run (SENTINEL_DRY_RUN=1,
+the slow node simulated), in rounds that rotate the order of the modes, in one run. Prints per model
+
+  track / plain      median step time of the steady steps (the steps after the managed run's plan is in
+                     force, skipping its first: the same iterations in every mode)
+  managed / plain    the same, dry-run managed mode
+  profiled / plain   the managed run's profiled steps (profile_first_step and the next), mean
+  peak RSS           of each mode's process (wait4), managed and track against plain
+
+  zoo_overhead.py LIBSENTINEL [--arch resnet50 vit_b_16 densenet121] [--batch 16] [--size 128] [--steps 14]
+                  [--rounds 2] [--python /usr/bin/python3] [--json FILE]
+
+Wall-clock ratios on a shared machine: the rounds and the median are there to dampen its noise; the figures
+are not tests. The dry run books moves instead of making them (docs/managed-mode.md): the managed figure is
+Sentinel's own cost (profiling, planning, the executor, the engine's queue), not the cost of slow memory.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROGRAM = os.path.join(HERE, "..", "..", "tests", "torch", "programs", "zoo.py")
+MODES = ("plain", "track", "managed")
+
+
+def run(opts, arch, mode, tmp):
+    out = os.path.join(tmp, f"{arch}-{mode}.json")
+    stats = os.path.join(tmp, f"{arch}-{mode}-stats.json")
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD" and not k.startswith("SENTINEL_")}
+    if mode != "plain":
+        env.update(LD_PRELOAD=opts.lib, SENTINEL_STATS=stats)
+    if mode == "managed":
+        env.update(SENTINEL_MODE="managed", SENTINEL_DRY_RUN="1", SENTINEL_FAST_BUDGET=opts.budget,
+                   SENTINEL_TIER=opts.tier)
+    cmd = [opts.python, PROGRAM, "--quiet", "--out", out, "--step-times", "--arch", arch, "--steps", str(opts.steps),
+           "--batch", str(opts.batch), "--size", str(opts.size)]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    err = proc.stderr.read().decode(errors="replace")
+    _, status, usage = os.wait4(proc.pid, 0)
+    if status != 0:
+        sys.exit(f"{arch} {mode} failed ({status}): {err[-500:]}")
+    with open(out) as f:
+        result = json.load(f)
+    result["maxrss_kb"] = usage.ru_maxrss
+    if mode != "plain":
+        with open(stats) as f:
+            result["stats"] = json.load(f)
+    return result
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    p.add_argument("lib")
+    p.add_argument("--arch", nargs="+", default=["resnet50", "vit_b_16", "densenet121"])
+    p.add_argument("--batch", type=int, default=16)
+    p.add_argument("--size", type=int, default=128)
+    p.add_argument("--steps", type=int, default=14)
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--budget", default="20%")
+    p.add_argument("--tier", default="optane")
+    p.add_argument("--python", default="/usr/bin/python3")
+    p.add_argument("--json", help="write every run's step times and stats here")
+    opts = p.parse_args()
+    report = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for arch in opts.arch:
+            runs = {m: [] for m in MODES}
+            for r in range(opts.rounds):
+                order = MODES[r % len(MODES):] + MODES[:r % len(MODES)]
+                for mode in order:
+                    runs[mode].append(run(opts, arch, mode, tmp))
+            if any(a["losses"] != runs["plain"][0]["losses"] for m in MODES for a in runs[m]):
+                sys.exit(f"{arch}: losses differ between runs")
+            firsts = [a["stats"]["first_managed_step"] for a in runs["managed"]]
+            if min(firsts) < 0 or max(firsts) + 2 >= opts.steps:
+                sys.exit(f"{arch}: too few steps after planning (first managed step {firsts}); raise --steps")
+            steady = range(max(firsts) + 1, opts.steps)
+
+            def median_steady(mode):
+                return statistics.median(a["step_seconds"][i] for a in runs[mode] for i in steady)
+
+            plain = median_steady("plain")
+            profiled = [a["step_seconds"][i] for a in runs["managed"]
+                        for i in (a["stats"]["profile_first_step"], a["stats"]["profile_first_step"] + 1)]
+            rss = {m: max(a["maxrss_kb"] for a in runs[m]) for m in MODES}
+            row = {
+                "batch": opts.batch, "size": opts.size, "steps": opts.steps, "rounds": opts.rounds,
+                "plain_step_s": plain,
+                "track_ratio": median_steady("track") / plain,
+                "managed_ratio": median_steady("managed") / plain,
+                "profiled_ratio": statistics.mean(profiled) / plain,
+                "rss_plain_mb": rss["plain"] / 1024, "rss_track_ratio": rss["track"] / rss["plain"],
+                "rss_managed_ratio": rss["managed"] / rss["plain"],
+                "steady_steps": list(steady),
+                "managed": {k: runs["managed"][-1]["stats"].get(k) for k in
+                            ("managed_steps", "fallback_steps", "reprofiles", "replans", "late_prefetches",
+                             "plan_fidelity", "first_managed_step", "profile_first_step")},
+            }
+            report[arch] = row
+            print(f"{arch} b{opts.batch} {opts.size}px: plain {plain * 1e3:.0f} ms/step; track {row['track_ratio']:.3f}x, "
+                  f"managed (dry run) {row['managed_ratio']:.3f}x, profiled steps {row['profiled_ratio']:.2f}x; "
+                  f"peak RSS plain {row['rss_plain_mb']:.0f} MB, track {row['rss_track_ratio']:.3f}x, "
+                  f"managed {row['rss_managed_ratio']:.3f}x; managed {row['managed']}", flush=True)
+    if opts.json:
+        with open(opts.json, "w") as f:
+            json.dump(report, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

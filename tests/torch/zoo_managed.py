@@ -1,0 +1,145 @@
+#!/usr/bin/python3
+"""Trains torchvision models (tests/torch/programs/zoo.py), or another program's models (--program, e.g.
+causal_lm.py with --model-option --family), plain, under the preload in track mode, and in managed mode as a
+dry run (SENTINEL_DRY_RUN=1: the slow node simulated from the tier model), and checks for each model that
+  - the losses are bit-identical in both modes (compared as float.hex strings),
+  - track mode and managed mode found every training step,
+  - managed mode holds its plan: a plan is in force, every step after planning is a managed step, none fell
+    back, nothing was profiled again.
+Prints one row per model. Exit status 0 when every model passes, 1 otherwise.
+
+Usage: zoo_managed.py LIBSENTINEL [--arch NAME ...] [--steps N] [--batch B] [--size PX] [--budget 20%]
+                      [--tier optane] [--fake-data] [--python /usr/bin/python3] [--json FILE]
+                      [--program PROGRAM.py --model-option=OPT] [--program-args="ARGS..."]
+The stats file of each run is SENTINEL_STATS=...-%p.json, read for the training process's pid: a program
+that starts other processes (torch.compile's compile workers) has them write their own, or none.
+"""
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROGRAM = os.path.join(HERE, "programs", "zoo.py")
+
+
+def run(python, program, args, env_extra, out):
+    """Returns (losses JSON or None, stderr, seconds, pid)."""
+    env = dict(os.environ)
+    env.update(env_extra)
+    cmd = [python, program, "--quiet", "--out", out] + args
+    t0 = time.monotonic()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _, err = proc.communicate()
+    wall = time.monotonic() - t0
+    if proc.returncode != 0:
+        return None, err, wall, proc.pid
+    with open(out) as f:
+        return json.load(f), err, wall, proc.pid
+
+
+def check_model(opts, arch, tmp):
+    args = [opts.model_option, arch, "--steps", str(opts.steps)]
+    if opts.program == PROGRAM:
+        args += ["--batch", str(opts.batch), "--size", str(opts.size)]
+    if opts.fake_data:
+        args += ["--fake-data", "--workers", str(opts.workers)]
+    args += opts.program_args
+    row = {"model": arch, "failures": []}
+    plain, plain_err, row["plain_s"], _ = run(opts.python, opts.program, args, {"LD_PRELOAD": ""},
+                                        os.path.join(tmp, f"{arch}-plain.json"))
+    if plain is None:
+        row["failures"].append("plain run failed: " + plain_err.strip()[-300:])
+        return row
+    modes = {
+        "track": {"SENTINEL_MODE": "track"},
+        "managed": {"SENTINEL_MODE": "managed", "SENTINEL_DRY_RUN": "1", "SENTINEL_FAST_BUDGET": opts.budget,
+                    "SENTINEL_TIER": opts.tier},
+    }
+    for mode, extra in modes.items():
+        stats_pattern = os.path.join(tmp, f"{arch}-{mode}-stats-%p.json")
+        env = {"LD_PRELOAD": opts.lib, "SENTINEL_STATS": stats_pattern, "SENTINEL_LOG": "warn", **extra}
+        under, err, row[f"{mode}_s"], pid = run(opts.python, opts.program, args, env,
+                                                os.path.join(tmp, f"{arch}-{mode}.json"))
+        if under is None:
+            row["failures"].append(f"{mode} run failed: " + err.strip()[-300:])
+            continue
+        with open(stats_pattern.replace("%p", str(pid))) as f:
+            stats = json.load(f)
+        if under["losses"] != plain["losses"]:
+            diff = [i for i, (a, b) in enumerate(zip(plain["losses"], under["losses"])) if a != b]
+            row["failures"].append(f"{mode}: losses differ at steps {diff[:8]}")
+        if stats["steps_detected"] != plain["steps"]:
+            row["failures"].append(f"{mode}: {stats['steps_detected']} of {plain['steps']} steps detected")
+        # What the program says itself (with its own time stamps) is not Sentinel's: every line of Sentinel's
+        # starts "sentinel" or "[sentinel".
+        ours = [l for l in err.splitlines() if l.startswith(("sentinel", "[sentinel")) and l not in plain_err]
+        if ours:
+            row["failures"].append(f"{mode}: stderr: {' | '.join(ours)[:300]}")
+        row[f"{mode}_period"] = stats["step_period_events"]
+        if mode != "managed":
+            continue
+        for k in ("managed_steps", "fallback_steps", "reprofiles", "replans", "late_prefetches", "plan_fidelity",
+                  "first_managed_step", "dry_run", "bytes_migrated_per_step", "plans"):
+            row[k] = stats.get(k)
+        first = stats.get("first_managed_step", -1)
+        # Steps are numbered from 0; the plan is in force from step `first` to the last (steps - 1).
+        expected = plain["steps"] - first if first >= 0 else 0
+        if not stats.get("dry_run"):
+            row["failures"].append("not a dry run")
+        if first < 0:
+            row["failures"].append("no plan was ever in force")
+        if stats["fallback_steps"] != 0:
+            row["failures"].append(f"{stats['fallback_steps']} fallback steps")
+        if stats["reprofiles"] != 0:
+            row["failures"].append(f"{stats['reprofiles']} re-profiles")
+        if first >= 0 and stats["managed_steps"] != expected:
+            row["failures"].append(f"{stats['managed_steps']} managed steps of the {expected} after planning")
+    return row
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    p.add_argument("lib")
+    p.add_argument("--arch", nargs="+", default=["resnet18"])
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--batch", type=int, default=16)
+    p.add_argument("--size", type=int, default=64)
+    p.add_argument("--budget", default="20%")
+    p.add_argument("--tier", default="optane")
+    p.add_argument("--fake-data", action="store_true")
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--python", default="/usr/bin/python3")
+    p.add_argument("--json", help="write the rows here")
+    p.add_argument("--program", default=PROGRAM, help="the training program (default: programs/zoo.py)")
+    p.add_argument("--model-option", default="--arch", help="the program's option that names the model")
+    p.add_argument("--program-args", default="", help="more arguments for the program, one string")
+    opts = p.parse_args()
+    opts.program_args = shlex.split(opts.program_args)
+    if not os.path.exists(opts.python):
+        print(f"SKIP: no {opts.python} (scripts/install-deps.sh makes PyTorch 2's venv)")
+        sys.exit(77)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for arch in opts.arch:
+            row = check_model(opts, arch, tmp)
+            rows.append(row)
+            keys = ("track_period", "managed_steps", "fallback_steps", "reprofiles", "replans", "late_prefetches",
+                    "plan_fidelity", "plain_s", "track_s", "managed_s")
+            print(f"{arch}: " + " ".join(f"{k}={row.get(k) if not isinstance(row.get(k), float) else round(row[k], 3)}"
+                                         for k in keys) +
+                  (" OK" if not row["failures"] else " FAIL: " + "; ".join(row["failures"])), flush=True)
+    if opts.json:
+        with open(opts.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    failed = [r["model"] for r in rows if r["failures"]]
+    print(f"{len(rows) - len(failed)} passed, {len(failed)} failed")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

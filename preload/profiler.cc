@@ -140,7 +140,9 @@ void harvest(Profiler& p) {
     }
   } else if (p.pmu != nullptr) {
     const uint64_t period = p.pmu_options.sample_period;
-    p.pmu->drain([&](uint64_t addr, uint32_t, uint64_t, int is_write) {
+    p.pmu->drain([&](const PmuAccess& access) {
+      const uint64_t addr = access.addr;
+      const int is_write = access.kind;
       auto it = std::upper_bound(p.armed.begin(), p.armed.end(), addr,
                                  [](uint64_t x, const Armed& a) { return x < a.start; });
       if (it == p.armed.begin()) return;

@@ -198,7 +198,9 @@ TEST(PmuSampler, ReadsRealPerfRingsPerThread) {
 
   size_t in_mine = 0, in_theirs = 0, wrong_tid = 0;
   const auto self = static_cast<uint32_t>(syscall(SYS_gettid));
-  s.drain([&](uint64_t addr, uint32_t from, uint64_t, int) {
+  s.drain([&](const PmuAccess& access) {
+    const uint64_t addr = access.addr;
+    const uint32_t from = access.tid;
     if (addr >= reinterpret_cast<uint64_t>(mine) && addr < reinterpret_cast<uint64_t>(mine) + len) {
       ++in_mine;
       wrong_tid += from != self;
@@ -236,7 +238,7 @@ TEST(PmuSampler, HardwarePebsOrIbsWhenPresent) {
     for (int rep = 0; rep < 4; ++rep) {
       for (size_t i = 0; i < buf.size(); i += 4096 + 64) sum += buf[i];
     }
-    size_t n = s.drain([](uint64_t, uint32_t, uint64_t, int) {});
+    size_t n = s.drain([](const PmuAccess&) {});
     EXPECT_GT(n + s.stats().lost, 0u) << sum;
     s.stop();
     return;

@@ -67,6 +67,11 @@ struct State {
 
   // The step clock: serialised by clock_lock.
   SpinLock clock_lock;
+  uint64_t clock_ticks = 0;  // object allocation events so far (ObjectEvent::clock)
+  // While the emulated PMU samples: its step-clock word, which gets every new tick (the plugin copies
+  // it into each sample, sampler/emulated_pmu.h). Set and cleared by the profiler under clock_lock, so
+  // no allocation writes to it once it is cleared and the ring can be unmapped.
+  uint64_t* step_clock_mirror = nullptr;
   StepDetector detector;
   SiteCounter occurrences;
   bool announced_period = false;

@@ -2,9 +2,11 @@
 
 #include <dirent.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <vector>
 
+#include "logging.h"
 #include "runtime_state.h"
 
 namespace sentinel::rt {
@@ -39,8 +41,23 @@ struct RunSum {
 
 void PmuHarvest::set_step_clock_mirror(uint64_t* word) {
   SpinGuard clock(g_state.clock_lock);
-  if (word != nullptr) __atomic_store_n(word, g_state.clock_ticks, __ATOMIC_RELAXED);
+  if (word != nullptr) __atomic_store_n(word, 0, __ATOMIC_RELAXED);
   g_state.step_clock_mirror = word;
+  g_state.pmu_window_first_step = g_state.pmu_window_end_step = -1;
+}
+
+int64_t PmuHarvest::open_window(uint32_t steps) {
+  uint64_t* word = sampler_.step_clock();
+  if (word == nullptr) return -1;
+  SpinGuard clock(g_state.clock_lock);
+  // The step after the one the program is in now: its first event has not happened yet, and it
+  // cannot happen while this holds the clock's lock.
+  const int64_t first = std::max<int64_t>(g_state.detector.step_index(), 0) + 1;
+  __atomic_store_n(word, 0, __ATOMIC_RELAXED);
+  g_state.step_clock_mirror = word;
+  g_state.pmu_window_first_step = first;
+  g_state.pmu_window_end_step = first + steps;
+  return first;
 }
 
 bool PmuHarvest::start(std::string* error) {
@@ -52,12 +69,12 @@ bool PmuHarvest::start(std::string* error) {
     *error = r.reason;
     return false;
   }
+  log_write(LogLevel::kInfo, ("PMU sampler started: " + r.reason).c_str());
   started_ = true;
   threads_.clear();
   for (pid_t tid : process_threads()) threads_.insert(tid);  // start() covered these
   last_thread_scan_ns_ = now_ns();
   attribution_.clear();
-  set_step_clock_mirror(sampler_.step_clock());
   return true;
 }
 
@@ -66,7 +83,19 @@ void PmuHarvest::stop() {
   // No allocation may write the word once the ring is unmapped.
   set_step_clock_mirror(nullptr);
   sampler_.stop();
-  stats_.lost = sampler_.stats().lost;
+  const RingStats ring = sampler_.stats();
+  const EmulatedPmuCounts c = sampler_.emulated_counts();
+  stats_.lost = ring.lost + c.stale_clock;
+  if (options_.source == PmuSource::kEmulated) {
+    log_write(LogLevel::kInfo,
+              ("emulated PMU: " + std::to_string(c.events_in_ranges) + " misses and write-backs in the object range, " +
+               std::to_string(c.samples_queued) + " samples queued, " + std::to_string(c.samples_dropped) +
+               " dropped, " + std::to_string(c.stale_clock) + " without a step clock; ring: " +
+               std::to_string(ring.samples) + " samples read, " + std::to_string(ring.lost) + " lost, " +
+               std::to_string(ring.corrupt) + " corrupt; " + std::to_string(stats_.attributed) + " attributed, " +
+               std::to_string(stats_.outside) + " outside objects")
+                  .c_str());
+  }
   started_ = false;
   attribution_.clear();
 }
@@ -125,7 +154,8 @@ void PmuHarvest::harvest(ProfileBuilder& builder, const ArmedLookup& armed, uint
     (a.kind == 1 ? run.writes : a.kind == 2 ? run.writebacks : run.reads) += period;
   });
   run.flush(builder);
-  stats_.lost = sampler_.stats().lost;
+  // Events the plugin could not stamp (the ring's first page had moved) are lost samples too.
+  stats_.lost = sampler_.stats().lost + sampler_.emulated_counts().stale_clock;
 }
 
 PmuHarvestStats PmuHarvest::stats() const { return stats_; }

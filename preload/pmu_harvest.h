@@ -1,6 +1,12 @@
 // The profiler's PMU side (preload/profiler.cc uses it while SENTINEL_SAMPLER chose pebs or ibs): runs
-// the PmuSampler, follows the threads the perf_event path must attach, publishes the emulated PMU's
+// the PmuSampler, follows the threads the perf_event path must attach, gives the emulated PMU's
 // step-clock word to the allocation path, and turns drained samples into per-object, per-phase counts.
+//
+// The emulated PMU's window: the service thread sees events late (how late depends on the machine),
+// so with the emulated source the profiler registers the ring first and then opens a window of steps
+// that have not begun yet (open_window); the allocation path turns sampling on at the window's first
+// event and off at the first event after it (runtime_state.h), and the profiler profiles exactly
+// those steps. perf_event rings have no such switch: they sample from start() to stop().
 //
 // Attribution: a sample that carries when its access happened (the step clock, from the emulated PMU;
 // a CLOCK_MONOTONIC time, from perf) goes to the instance and phase of that moment
@@ -39,6 +45,10 @@ class PmuHarvest {
 
   bool start(std::string* error);
   void stop();
+  // Emulated, started: sampling will run from the first event of the next step the program begins
+  // to the first event of the step `steps` later; returns that first step (-1 if not started).
+  int64_t open_window(uint32_t steps);
+  bool windowed() const { return options_.source == PmuSource::kEmulated; }
   bool started() const { return started_; }
   const PmuSamplerOptions& options() const { return options_; }
 

@@ -90,6 +90,7 @@ struct Profiler {
   bool births_need_seeding = false;
   bool step_freed_older = false, prev_step_freed_older = false;
   std::vector<Armed> armed;  // sorted by start (PMU samples without a clock are looked up in it)
+  int64_t window_first_step = -1;  // the emulated PMU's window (pmu_harvest.h), -1 while none is open
   std::unordered_map<uint32_t, WindowCounts> last_counts;
 
   uint64_t samples = 0;
@@ -195,6 +196,7 @@ void stop_sampling(Profiler& p) {
   g_sampling_active.store(false, std::memory_order_release);
   p.phase_open = false;
   p.armed.clear();
+  p.window_first_step = -1;
 }
 
 bool start_sampling(Profiler& p) {
@@ -272,7 +274,9 @@ void begin_profile(Profiler& p, const LiveObjects& live, const ObjectEvent& e) {
   p.state = ProfState::kProfiling;
   p.phase_open = false;
   p.last_arm_ns = 0;
-  if (sampling_kind(p.kind) && !start_sampling(p)) p.kind = SamplerKind::kNone;
+  if (sampling_kind(p.kind) && !g_sampling_active.load(std::memory_order_relaxed) && !start_sampling(p)) {
+    p.kind = SamplerKind::kNone;
+  }
   if (p.pmu != nullptr && p.pmu->started()) p.pmu->begin(live);
 }
 
@@ -364,7 +368,26 @@ void on_alloc(Profiler& p, const LiveObjects& live, const ObjectEvent& e) {
     // an inner loop has been replaced by the whole step long before that.
     const int64_t waited = e.step - p.structure_first_step;
     const bool waited_enough = waited >= 32 && static_cast<uint64_t>(waited) * e.period >= 8192;
-    if (waited >= static_cast<int64_t>(g_state.config.warmup_steps) && (settled_step(p) || waited_enough)) {
+    const bool ready =
+        waited >= static_cast<int64_t>(g_state.config.warmup_steps) && (settled_step(p) || waited_enough);
+    if (p.pmu != nullptr && p.pmu->windowed() && sampling_kind(p.kind)) {
+      // The emulated PMU profiles the steps of a window the allocation path opens (pmu_harvest.h):
+      // opened when the profiler is ready, begun when the window's first event comes (opened again if
+      // that event was missed).
+      if (p.window_first_step >= 0 && e.step == p.window_first_step) {
+        begin_profile(p, live, e);
+      } else if (ready && (p.window_first_step < 0 || e.step > p.window_first_step)) {
+        if (!g_sampling_active.load(std::memory_order_relaxed) && !start_sampling(p)) {
+          p.kind = SamplerKind::kNone;
+          begin_profile(p, live, e);
+        } else {
+          p.window_first_step = p.pmu->open_window(g_state.config.profile_steps);
+          log_write(LogLevel::kInfo, ("emulated PMU: profiling steps from " + std::to_string(p.window_first_step) +
+                                      " (events of step " + std::to_string(e.step) + " being read)")
+                                         .c_str());
+        }
+      }
+    } else if (ready) {
       begin_profile(p, live, e);
     }
   }

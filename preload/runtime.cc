@@ -137,11 +137,16 @@ ClockReading read_clock(State& s, uint64_t site, uint64_t size) noexcept {
   c.occurrence = s.occurrences.next(site);
   c.tag = make_tag(site, c.occurrence);
   c.clock = ++s.clock_ticks;
-  if (s.step_clock_mirror != nullptr) __atomic_store_n(s.step_clock_mirror, c.clock, __ATOMIC_RELAXED);
   c.step = s.detector.step_index();
   c.event = s.detector.event_in_step();
   c.period = s.detector.period();
   c.relocks = s.detector.relocks();
+  if (s.step_clock_mirror != nullptr) {
+    // The emulated PMU samples while the word is not 0: from the first event of the profiler's window
+    // to the first event after it, exactly (runtime_state.h).
+    const bool sampling = c.step >= s.pmu_window_first_step && c.step < s.pmu_window_end_step;
+    __atomic_store_n(s.step_clock_mirror, sampling ? c.clock : 0, __ATOMIC_RELAXED);
+  }
   const manage::BirthDecision birth = s.births.decide(c.step, c.event, c.period, c.tag);
   c.want = want_of(birth.want);
   if (birth.deviated_now) s.counters.plan_deviations.fetch_add(1, std::memory_order_relaxed);

@@ -117,14 +117,16 @@ ProbeResult EmulatedPmu::start(const EmulatedPmuOptions& opt) {
   }
   if (opt.sample_period == 0) return failure(EINVAL, "sample period 0");
   const size_t len = kPageBytes + opt.ring_bytes;
-  void* p = os::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  void* p = os::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) return failure(errno, std::string("mmap of the sample ring: ") + std::strerror(errno));
-  // Locked, so the kernel keeps the pages where the plugin last saw them (it checks anyway); not
-  // inherited, so a forked child cannot write into it; small pages, so khugepaged never moves them.
+  // Not inherited, so a forked child cannot write into it; small pages, so khugepaged never moves
+  // them. The data pages are faulted in one by one as publishing reaches them (populating 64 MiB up
+  // front costs seconds of emulated time, and publishing learns every page anew anyway); the first
+  // page, whose step-clock word the plugin reads at every sample, is locked where it is.
   os::madvise(p, len, MADV_DONTFORK);
   os::madvise(p, len, MADV_NOHUGEPAGE);
-  (void)::mlock(p, len);  // RLIMIT_MEMLOCK may refuse: publishing re-learns every page anyway
   map_ = static_cast<unsigned char*>(p);
+  (void)::mlock(map_, kPageBytes);  // RLIMIT_MEMLOCK may refuse: the plugin checks the page's cookie
   map_len_ = len;
   std::memset(map_, 0, kPageBytes);
   EmulatedPmuControl* ctl = control_of(map_);
@@ -170,7 +172,9 @@ bool EmulatedPmu::publish_pending() {
     // One mark per page the records will cover, at its first byte the publish writes (before that,
     // in head's page, lie records already read; after it, nothing anyone reads).
     for (uint64_t off = head; off < head + bytes; off = (off / kPageBytes + 1) * kPageBytes) {
-      os_.marked_store(reinterpret_cast<volatile uint64_t*>(data + off % ring_bytes_), token_);
+      auto* slot = reinterpret_cast<volatile uint64_t*>(data + off % ring_bytes_);
+      *slot = 0;  // faults the page in first: a marked store that faults is executed again without its marker
+      os_.marked_store(slot, token_);
     }
     if (!request(kPublish)) return false;
     if (ctl->status == kOk) return true;

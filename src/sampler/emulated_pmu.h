@@ -5,8 +5,9 @@
 // plugin as a PMU").
 //
 // The ring (one per process, not per thread: the plugin sees vCPUs, not threads) is anonymous
-// memory, populated, locked where RLIMIT_MEMLOCK allows, not inherited by fork (MADV_DONTFORK, so a
-// child never writes into the parent's ring) and without transparent huge pages. Every request is a
+// memory, not inherited by fork (MADV_DONTFORK, so a child never writes into the parent's ring) and
+// without transparent huge pages; its first page is locked where RLIMIT_MEMLOCK allows, its data
+// pages are faulted in as publishing first reaches them. Every request is a
 // marked store (EmulatedPmuOs), answered synchronously inside that store when the plugin is loaded;
 // without it nothing answers and probe()/start() fail with ENODEV, at the cost of one NOP.
 //

@@ -18,7 +18,9 @@
 //   kProbe       answers only (is a plugin there, which ABI).
 //   kRegister    sample_type, sample_period, data_pages and the address ranges to sample; the plugin
 //                answers status and a token, and from then on turns every sample_period-th cache-model
-//                miss or write-back whose virtual address lies in a range into a sample record.
+//                miss or write-back whose virtual address lies in a range into a sample record, while
+//                step_clock is not 0. The process sets step_clock from its allocation path: so it can
+//                open and close sampling exactly at an event of its own, whenever it registered.
 //   kPrepare     the plugin freezes the records it will publish next: publish_head (ring offset)
 //                and publish_bytes. The process then marks every data page that covers
 //                [publish_head, publish_head + publish_bytes): a marked store of `token` into the
@@ -80,17 +82,17 @@ struct EmulatedPmuControl {
   uint64_t sample_type;     // kRegister: PERF_SAMPLE_* fields wanted (within kEmulatedSampleTypes)
   uint64_t sample_period;   // kRegister: every Nth event in the ranges becomes a sample (N >= 1)
   uint64_t token;           // the plugin's answer to kRegister; the process sends it with every request
-  uint64_t step_clock;      // written by the process whenever its clock advances; copied into STREAM_ID
+  uint64_t step_clock;      // written by the process: its clock, copied into STREAM_ID; 0 = not sampling now
   uint64_t publish_head;    // kPrepare's answer: ring offset (like data_head) of the frozen records
   uint64_t publish_bytes;   // kPrepare's answer: how many bytes kPublish will write
   uint32_t n_ranges;        // kRegister
   uint32_t reserved;
   AddressRange ranges[kMaxRanges];
   // The plugin's counts for this registration, refreshed at every answer.
-  uint64_t events_in_ranges;  // misses and write-backs inside the ranges
+  uint64_t events_in_ranges;  // misses and write-backs inside the ranges while step_clock was not 0
   uint64_t samples_queued;    // records made (every sample_period-th event)
   uint64_t samples_dropped;   // records lost because the queue was full (reported as PERF_RECORD_LOST)
-  uint64_t stale_clock;       // samples whose step_clock could not be read (control page not where it was)
+  uint64_t stale_clock;       // events lost because step_clock could not be read (the first page had moved)
 };
 static_assert(offsetof(EmulatedPmuControl, request_seq) == 16);
 static_assert(kControlOffset + sizeof(EmulatedPmuControl) <= 1024);

@@ -127,6 +127,30 @@ TEST(EmulatedPmu, SamplesTheRegisteredRangesWithTheStepClock) {
   EXPECT_EQ(registry.totals().samples, 3u + 50000u);
 }
 
+// The step clock is the process's switch: while it is 0 the plugin takes no sample, so the process
+// opens and closes sampling at an allocation event of its own, however late its service thread is.
+TEST(EmulatedPmu, NothingIsSampledWhileTheStepClockIsZero) {
+  PmuRegistry registry(80, 305);
+  EmulatedPmu pmu(in_process_plugin(&registry));
+  EmulatedPmuOptions opt;
+  opt.ranges = {AddressRange{0x100000, 0x200000}};
+  opt.ring_bytes = 4096;
+  opt.sample_period = 2;
+  ASSERT_TRUE(pmu.start(opt).ok);
+  for (int i = 0; i < 10; ++i) registry.on_event(0, 0x100000, EventKind::kLoadMiss, 0, 1);
+  *pmu.step_clock() = 3;
+  for (int i = 0; i < 10; ++i) registry.on_event(0, 0x100040, EventKind::kLoadMiss, 0, 1);
+  *pmu.step_clock() = 0;
+  for (int i = 0; i < 10; ++i) registry.on_event(0, 0x100080, EventKind::kLoadMiss, 0, 1);
+  const auto got = drain(pmu);
+  ASSERT_EQ(got.size(), 5u);  // every 2nd of the 10 while the clock ran, none before or after
+  for (const Access& a : got) {
+    EXPECT_EQ(a.addr, 0x100040u);
+    EXPECT_EQ(a.clock, 3u);
+  }
+  EXPECT_EQ(pmu.counts().events_in_ranges, 10u);
+}
+
 TEST(EmulatedPmu, EveryNthEventBecomesASample) {
   PmuRegistry registry(80, 305);
   EmulatedPmu pmu(in_process_plugin(&registry));
@@ -135,6 +159,7 @@ TEST(EmulatedPmu, EveryNthEventBecomesASample) {
   opt.ring_bytes = 4096;
   opt.sample_period = 7;
   ASSERT_TRUE(pmu.start(opt).ok);
+  *pmu.step_clock() = 1;
   for (int i = 0; i < 70; ++i) registry.on_event(0, 0x100000 + 64 * i, EventKind::kLoadMiss, 0, 1);
   registry.on_event(0, 0x900000, EventKind::kLoadMiss, 0, 1);  // outside: does not count towards the period
   const auto got = drain(pmu);
@@ -149,6 +174,7 @@ TEST(EmulatedPmu, ASlowReaderLosesSamplesAndTheRingSaysHowMany) {
   opt.ranges = {AddressRange{0x100000, 0x200000}};
   opt.ring_bytes = 4096;  // 85 records
   ASSERT_TRUE(pmu.start(opt).ok);
+  *pmu.step_clock() = 1;
   for (int i = 0; i < 200; ++i) registry.on_event(0, 0x100000, EventKind::kLoadMiss, 0, 1);
   size_t got = drain(pmu).size();
   got += drain(pmu).size();
@@ -176,6 +202,7 @@ TEST(EmulatedPmu, AnUnmarkedPageIsNeverWrittenAndThePublishIsTriedAgain) {
   opt.ranges = {AddressRange{0x100000, 0x200000}};
   opt.ring_bytes = 4 * 4096;
   ASSERT_TRUE(pmu.start(opt).ok);
+  *pmu.step_clock() = 1;
   for (int i = 0; i < 100; ++i) registry.on_event(0, 0x100000 + 64 * i, EventKind::kLoadMiss, 0, 1);
   const auto got = drain(pmu);
   ASSERT_EQ(got.size(), 100u);
@@ -208,6 +235,7 @@ TEST(EmulatedPmu, RefusedRegistrationsAndForgottenTokens) {
   for (int i = 0; i <= PmuRegistry::kMaxRegistrations; ++i) {
     many.push_back(std::make_unique<EmulatedPmu>(in_process_plugin(&registry)));
     ASSERT_TRUE(many.back()->start(opt).ok) << i;
+    *many.back()->step_clock() = 1;
   }
   registry.on_event(0, 0x100040, EventKind::kLoadMiss, 0, 1);
   EXPECT_EQ(many[0]->drain(nullptr), 0u);
@@ -231,7 +259,7 @@ TEST(EmulatedPmu, ThePmuSamplerReadsTheEmulatedRing) {
   EXPECT_EQ(sampler.threads(), 1u);
   EXPECT_TRUE(sampler.attach_thread(12345).ok);
   ASSERT_NE(sampler.step_clock(), nullptr);
-  *sampler.step_clock() = 42;
+  *sampler.step_clock() = 42;  // sampling on
   registry.on_event(0, 0x100080, EventKind::kWriteback, 1, 1);
   std::vector<PmuAccess> got;
   EXPECT_EQ(sampler.drain([&](const PmuAccess& a) { got.push_back(a); }), 1u);

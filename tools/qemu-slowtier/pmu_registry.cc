@@ -223,23 +223,28 @@ void PmuRegistry::on_event(unsigned vcpu, uint64_t vaddr, EventKind kind, int no
     if (vaddr < r.lo.load(std::memory_order_relaxed) || vaddr >= r.hi.load(std::memory_order_relaxed)) continue;
     std::lock_guard<std::mutex> lock(r.mu);
     if (!r.live.load(std::memory_order_relaxed) || !r.in_ranges(vaddr)) continue;
+    // The step clock as the process last wrote it, read where its page was at the last request. It
+    // is also the switch: 0 means the process is not sampling now. If the cookie is no longer there
+    // the page has moved since: the clock is unknown and the event is lost (counted).
+    uint64_t clock = 0;
+    if (r.control_page != nullptr && has_cookie(r.control_page)) {
+      clock = __atomic_load_n(&control_of(r.control_page)->step_clock, __ATOMIC_RELAXED);
+      if (clock == 0) continue;
+    } else {
+      ++r.stale_clock;
+      continue;
+    }
     ++r.events;
     if (--r.countdown != 0) continue;
     r.countdown = r.period;
     EmulatedSample sample;
     sample.time = now_ns;
     sample.addr = vaddr;
+    sample.stream_id = clock;
     sample.cpu = vcpu;
     sample.period = r.period;
     sample.weight = static_cast<uint64_t>(latency_ns_[node == 0 ? 0 : 1]);
     sample.data_src = data_src_of(kind, node);
-    // The step clock as the process last wrote it, read where its page was at the last request;
-    // if the cookie is no longer there the page has moved and the clock is unknown (0).
-    if (r.control_page != nullptr && has_cookie(r.control_page)) {
-      sample.stream_id = __atomic_load_n(&control_of(r.control_page)->step_clock, __ATOMIC_RELAXED);
-    } else {
-      ++r.stale_clock;
-    }
     if (r.writer.append(sample)) {
       ++r.samples;
       samples_.fetch_add(1, std::memory_order_relaxed);

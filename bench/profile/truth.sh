@@ -6,7 +6,8 @@
 # with the slow-tier plugin, one process profiles it with the emulated PEBS at SENTINEL_SAMPLE_PERIOD=1
 # (every cache-model miss and write-back: the truth) and another with the software sampler; both
 # with 1 warm-up and 2 profiled steps, steps marked by the program (--mark-steps: both runs share the
-# step clock), objects from 8 KiB (as the results matrix's managed cells). Back on the host,
+# step clock), objects from 8 KiB (as the results matrix's managed cells), 7 steps per process (the emulated
+# PMU profiles the first steps that begin after its ring is registered). Back on the host,
 # `sentinel profile-diff` scores each software profile against its truth; OUT_DIR/table.md is the table.
 #   --workloads LIST  comma separated (default mlp,mlp-adam,cnn,lstm,transformer,gru-lm)
 #   --tier T          the plugin's preset (default optane; the counts do not depend on it)
@@ -23,7 +24,7 @@ while (( $# > 1 )); do
     *) echo "truth.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
-[[ $# == 1 ]] || { sed -n '2,14p' "$0" >&2; exit 2; }
+[[ $# == 1 ]] || { sed -n '2,16p' "$0" >&2; exit 2; }
 out="$1"
 mkdir -p "$out"
 out="$(cd "$out" && pwd -P)"
@@ -45,7 +46,7 @@ SENTINEL_BUILD_DIR="$build" SENTINEL_GUEST_RW="$out" SENTINEL_GUEST_SLOW_TIER="$
           SENTINEL_MIN_OBJECT=8K SENTINEL_WARMUP_STEPS=1 SENTINEL_PROFILE_STEPS=2 SENTINEL_SAMPLER=$s \
           SENTINEL_SAMPLE_PERIOD=1 SENTINEL_PROFILE_OUT="$out/$w.$s.profile.json" SENTINEL_STATS="$out/$w.$s.stats.json" \
           SENTINEL_LOG=info SENTINEL_LOG_FILE="$out/$w.$s.log" \
-          /usr/bin/python3 "$step" --workloads "$w" --steps 4 --mark-steps --placement "$s" --out-dir "$out" \
+          /usr/bin/python3 "$step" --workloads "$w" --steps 7 --mark-steps --placement "$s" --out-dir "$out" \
           2>"$out/$w.$s.err" || echo "   $w $s: exit status $? (see $out/$w.$s.err)"
         echo "   $w $s: $(( $(date +%s) - t0 )) s"
       done

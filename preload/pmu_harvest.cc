@@ -93,7 +93,8 @@ void PmuHarvest::stop() {
                " dropped, " + std::to_string(c.stale_clock) + " without a step clock; ring: " +
                std::to_string(ring.samples) + " samples read, " + std::to_string(ring.lost) + " lost, " +
                std::to_string(ring.corrupt) + " corrupt; " + std::to_string(stats_.attributed) + " attributed, " +
-               std::to_string(stats_.outside) + " outside objects")
+               std::to_string(stats_.outside) + " outside objects (" + std::to_string(stats_.outside_before) +
+               " before the first phase, " + std::to_string(stats_.outside_writebacks) + " write-backs)")
                   .c_str());
   }
   started_ = false;
@@ -141,6 +142,8 @@ void PmuHarvest::harvest(ProfileBuilder& builder, const ArmedLookup& armed, uint
     }
     if (!found) {
       ++stats_.outside;
+      if (a.step_clock != 0 && a.step_clock < attribution_.first_clock()) ++stats_.outside_before;
+      if (a.kind == 2) ++stats_.outside_writebacks;
       return;
     }
     ++stats_.attributed;

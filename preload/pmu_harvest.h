@@ -35,6 +35,8 @@ namespace sentinel::rt {
 struct PmuHarvestStats {
   uint64_t attributed = 0;  // samples counted for an object
   uint64_t outside = 0;     // samples at no object's bytes or before the profile
+  uint64_t outside_before = 0;      // of those: taken before the profile's first phase
+  uint64_t outside_writebacks = 0;  // of those: write-backs (of objects freed before the profile, mostly)
   uint64_t lost = 0;        // samples the ring dropped (PERF_RECORD_LOST)
 };
 

@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """truth_table.py OUT_DIR WORKLOADS: the table of bench/profile/truth.sh (docs/profiler.md).
 
-One row per workload: the truth's traffic per step (emulated PEBS at period 1, MiB of reads + writes +
-write-backs per step over the objects), the software sampler's traffic error (with and without
+One row per workload: the truth's traffic per step (emulated PEBS at period 1, KiB of reads + writes +
+write-backs per step over the objects; the software sampler's is the lines it saw touched), the
+software sampler's traffic error (with and without
 write-backs), its hot objects reported untouched (count and their share of the truth's traffic), the
 Spearman rank correlation of object hotness, the read/write split error, and the truth's lost samples.
 """
@@ -17,7 +18,7 @@ def fmt(v, digits=2):
 
 def main():
     out, workloads = sys.argv[1], sys.argv[2].split(",")
-    print("| workload | objects | truth MiB/step | software MiB/step | traffic error | miss traffic error "
+    print("| workload | objects | truth KiB/step | software KiB/step | traffic error | miss traffic error "
           "| hot reported untouched (share of truth) | Spearman | r/w split error | truth lost |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for w in workloads:
@@ -33,7 +34,7 @@ def main():
                         for o in d["untouched_hot"])
         share = hot_bytes / d["truth_bytes"] if d["truth_bytes"] else 0
         objects = len(d["objects"]) - d["other_only"]
-        print(f"| {w} | {objects} | {d['truth_bytes'] / 2**20:.1f} | {d['other_bytes'] / 2**20:.1f} "
+        print(f"| {w} | {objects} | {d['truth_bytes'] / 1024:.0f} | {d['other_bytes'] / 1024:.0f} "
               f"| {fmt(d['traffic_error'])} | {fmt(d['miss_traffic_error'])} "
               f"| {len(d['untouched_hot'])} ({100 * share:.0f}%) | {fmt(d['spearman'])} | {fmt(d['rw_split_error'])} "
               f"| {truth.get('samples_lost', 0)} |")

@@ -79,9 +79,9 @@ std::string hex(uint64_t v) {
   return b;
 }
 
-std::string mib(uint64_t bytes) {
+std::string kib(uint64_t bytes) {
   char b[32];
-  std::snprintf(b, sizeof b, "%.3f", static_cast<double>(bytes) / (1 << 20));
+  std::snprintf(b, sizeof b, "%.1f", static_cast<double>(bytes) / 1024);
   return b;
 }
 
@@ -230,7 +230,7 @@ std::string format_diff_text(const ProfileDiff& d, size_t top) {
        score(d.truth_write_share) + ", other " + score(d.other_write_share) + ")\n";
   s += "rank correlation of object hotness (Spearman): " + score(d.spearman) + " over " +
        std::to_string(d.objects.size() - d.other_only) + " objects\n";
-  s += "traffic per step: truth " + mib(d.truth_bytes) + " MiB, other " + mib(d.other_bytes) + " MiB\n";
+  s += "traffic per step: truth " + kib(d.truth_bytes) + " KiB, other " + kib(d.other_bytes) + " KiB\n";
   s += "objects: " + std::to_string(d.matched_by_tag) + " matched by tag, " + std::to_string(d.matched_by_size) +
        " by size and lifetime, " + std::to_string(d.truth_only) + " only in the truth, " +
        std::to_string(d.other_only) + " only in the other\n";
@@ -242,15 +242,15 @@ std::string format_diff_text(const ProfileDiff& d, size_t top) {
                   100.0 * static_cast<double>(od.bytes(0)) / static_cast<double>(d.truth_bytes));
     s += line;
   }
-  s += "objects with the most truth traffic (MiB per step: reads/writes/write-backs):\n";
-  s += "  tag                      size   truth r/w/wb             other r/w/wb\n";
+  s += "objects with the most truth traffic (KiB per step: reads/writes/write-backs):\n";
+  s += "  tag                      size        truth r/w/wb                  other r/w/wb\n";
   size_t shown = 0;
   for (const ObjectDiff& od : d.objects) {
     if (shown++ == top) break;
     char line[240];
-    std::snprintf(line, sizeof line, "  %s %10" PRIu64 "  %7s/%7s/%7s  %7s/%7s/%7s%s%s\n", hex(od.tag).c_str(), od.size,
-                  mib(od.read_bytes[0]).c_str(), mib(od.write_bytes[0]).c_str(), mib(od.writeback_bytes[0]).c_str(),
-                  mib(od.read_bytes[1]).c_str(), mib(od.write_bytes[1]).c_str(), mib(od.writeback_bytes[1]).c_str(),
+    std::snprintf(line, sizeof line, "  %s %10" PRIu64 "  %8s/%8s/%8s  %8s/%8s/%8s%s%s\n", hex(od.tag).c_str(), od.size,
+                  kib(od.read_bytes[0]).c_str(), kib(od.write_bytes[0]).c_str(), kib(od.writeback_bytes[0]).c_str(),
+                  kib(od.read_bytes[1]).c_str(), kib(od.write_bytes[1]).c_str(), kib(od.writeback_bytes[1]).c_str(),
                   !od.in_other ? "  (not in the other)" : !od.in_truth ? "  (not in the truth)" : "",
                   od.matched_by_size ? "  (matched by size and lifetime)" : "");
     s += line;

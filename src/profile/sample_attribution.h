@@ -42,6 +42,8 @@ class SampleAttributor {
   bool by_time(uint64_t addr, uint64_t time_ns, Hit* out) const;
 
   size_t phases() const { return phases_.size(); }
+  // The clock at which the first phase began (0 without phases).
+  uint64_t first_clock() const { return phases_.empty() ? 0 : phases_.front().clock; }
 
  private:
   struct PhaseStart {

@@ -5,7 +5,8 @@ One row per workload: the truth's traffic per step (emulated PEBS at period 1, K
 write-backs per step over the objects; the software sampler's is the lines it saw touched), the
 software sampler's traffic error (with and without
 write-backs), its hot objects reported untouched (count and their share of the truth's traffic), the
-Spearman rank correlation of object hotness, the read/write split error, and the truth's lost samples.
+Spearman rank correlation of object hotness, the read/write split error (over the pairs both saw), the
+write share of all misses in each, and the truth's lost samples.
 """
 import json
 import os
@@ -19,12 +20,13 @@ def fmt(v, digits=2):
 def main():
     out, workloads = sys.argv[1], sys.argv[2].split(",")
     print("| workload | objects | truth KiB/step | software KiB/step | traffic error | miss traffic error "
-          "| hot reported untouched (share of truth) | Spearman | r/w split error | truth lost |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "| hot reported untouched (share of truth) | Spearman | r/w split error | write share truth / software "
+          "| truth lost |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for w in workloads:
         path = os.path.join(out, f"{w}.diff.json")
         if not os.path.exists(path):
-            print(f"| {w} | (no diff: see {w}.*.err) |||||||||")
+            print(f"| {w} | (no diff: see {w}.*.err) ||||||||||")
             continue
         with open(path) as f:
             d = json.load(f)
@@ -37,7 +39,7 @@ def main():
         print(f"| {w} | {objects} | {d['truth_bytes'] / 1024:.0f} | {d['other_bytes'] / 1024:.0f} "
               f"| {fmt(d['traffic_error'])} | {fmt(d['miss_traffic_error'])} "
               f"| {len(d['untouched_hot'])} ({100 * share:.0f}%) | {fmt(d['spearman'])} | {fmt(d['rw_split_error'])} "
-              f"| {truth.get('samples_lost', 0)} |")
+              f"| {fmt(d['truth_write_share'])} / {fmt(d['other_write_share'])} | {truth.get('samples_lost', 0)} |")
 
 
 if __name__ == "__main__":

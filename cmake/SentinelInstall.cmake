@@ -56,7 +56,8 @@ if(HELP2MAN)
   set(man_specs
     "sentinel|--help|place the data objects of a DNN training program on fast and slow memory"
     "sentinel-run|run --help|run a program under Sentinel and summarise what it saw"
-    "sentinel-profile|profile --help|record an access profile of a training program's first steps")
+    "sentinel-profile|profile --help|record an access profile of a training program's first steps"
+    "sentinel-profile-diff|profile-diff --help|score a profile against a ground-truth profile of the same program")
   if(TARGET sentinel_plan)
     list(APPEND man_specs "sentinel-replay|replay --help|model a recorded profile under every placement policy")
   endif()

@@ -1,6 +1,5 @@
 #include "profiler.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -8,11 +7,11 @@
 #include <memory>
 #include <mutex>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "logging.h"
 #include "os/os.h"
+#include "pmu_harvest.h"
 #include "profile/profile_builder.h"
 #include "profile/profile_io.h"
 #include "runtime_state.h"
@@ -52,8 +51,7 @@ struct Profiler {
   SamplerKind kind = SamplerKind::kNone;
   std::string reason;
   SoftwareSampler* software = nullptr;  // created once, never destroyed (frees may race with exit)
-  PmuSampler* pmu = nullptr;
-  PmuSamplerOptions pmu_options;
+  PmuHarvest* pmu = nullptr;            // pebs or ibs: created once, never destroyed
 
   bool active = true;  // false: follow nothing, profile nothing (managed mode with a profile in hand)
   bool restart_requested = false;
@@ -90,11 +88,8 @@ struct Profiler {
   std::unordered_map<uint64_t, Birth> born_in;
   bool births_need_seeding = false;
   bool step_freed_older = false, prev_step_freed_older = false;
-  std::vector<Armed> armed;  // sorted by start (PMU attribution uses binary search)
-  // PMU samplers follow threads, not the process: threads created after start() are found by
-  // rescanning /proc/self/task now and then and attached.
-  std::unordered_set<pid_t> pmu_threads;
-  uint64_t last_thread_scan_ns = 0;
+  std::vector<Armed> armed;  // sorted by start (PMU samples without a clock are looked up in it)
+  int64_t window_first_step = -1;  // the emulated PMU's window (pmu_harvest.h), -1 while none is open
   std::unordered_map<uint32_t, WindowCounts> last_counts;
 
   uint64_t samples = 0;
@@ -139,42 +134,23 @@ void harvest(Profiler& p) {
       p.samples += touched;
     }
   } else if (p.pmu != nullptr) {
-    const uint64_t period = p.pmu_options.sample_period;
-    p.pmu->drain([&](uint64_t addr, uint32_t, uint64_t, int is_write) {
-      auto it = std::upper_bound(p.armed.begin(), p.armed.end(), addr,
-                                 [](uint64_t x, const Armed& a) { return x < a.start; });
-      if (it == p.armed.begin()) return;
-      --it;
-      if (addr >= it->start + it->size) return;
-      p.builder->on_access(it->key, p.phase_step, p.phase, is_write == 1 ? 0 : period, is_write == 1 ? period : 0);
-      ++p.samples;
-    });
-  }
-}
-
-std::vector<pid_t> process_threads() {
-  std::vector<pid_t> tids;
-  DIR* dir = ::opendir("/proc/self/task");
-  if (dir == nullptr) return tids;
-  while (dirent* e = ::readdir(dir)) {
-    if (e->d_name[0] >= '0' && e->d_name[0] <= '9') tids.push_back(static_cast<pid_t>(std::atoi(e->d_name)));
-  }
-  ::closedir(dir);
-  return tids;
-}
-
-void attach_new_threads(Profiler& p, uint64_t now) {
-  constexpr uint64_t kScanIntervalNs = 50'000'000;
-  if (p.pmu == nullptr || now - p.last_thread_scan_ns < kScanIntervalNs) return;
-  p.last_thread_scan_ns = now;
-  for (pid_t tid : process_threads()) {
-    if (p.pmu_threads.insert(tid).second) p.pmu->attach_thread(tid);
+    p.pmu->harvest(*p.builder,
+                   [&](uint64_t addr, uint64_t* key) {
+                     auto it = std::upper_bound(p.armed.begin(), p.armed.end(), addr,
+                                                [](uint64_t x, const Armed& a) { return x < a.start; });
+                     if (it == p.armed.begin()) return false;
+                     --it;
+                     if (addr >= it->start + it->size) return false;
+                     *key = it->key;
+                     return true;
+                   },
+                   p.phase_step, p.phase);
   }
 }
 
 // Arms the sampler for the phase that begins, over the objects alive now.
 void arm(Profiler& p, const LiveObjects& live, uint32_t step_rel, uint32_t phase) {
-  if (p.kind == SamplerKind::kPebs || p.kind == SamplerKind::kIbs) attach_new_threads(p, now_ns());
+  if (p.pmu != nullptr) p.pmu->attach_new_threads(now_ns());
   p.armed.clear();
   for (const auto& [key, o] : live) {
     const uint32_t slot = static_cast<uint32_t>(key >> 32);
@@ -219,6 +195,7 @@ void stop_sampling(Profiler& p) {
   g_sampling_active.store(false, std::memory_order_release);
   p.phase_open = false;
   p.armed.clear();
+  p.window_first_step = -1;
 }
 
 bool start_sampling(Profiler& p) {
@@ -233,14 +210,10 @@ bool start_sampling(Profiler& p) {
       return false;
     }
   } else if (p.pmu != nullptr) {
-    const ProbeResult r = p.pmu->start(p.pmu_options);
-    if (!r.ok) {
-      log_write(LogLevel::kError, ("PMU sampler cannot start: " + r.reason).c_str());
+    if (!p.pmu->start(&error)) {
+      log_write(LogLevel::kError, ("PMU sampler cannot start: " + error).c_str());
       return false;
     }
-    p.pmu_threads.clear();
-    for (pid_t tid : process_threads()) p.pmu_threads.insert(tid);  // start() covered these
-    p.last_thread_scan_ns = now_ns();
   }
   p.last_counts.clear();
   g_sampling_active.store(true, std::memory_order_release);
@@ -251,8 +224,13 @@ bool start_sampling(Profiler& p) {
 void finish_profile(Profiler& p) {
   if (!p.builder) return;
   auto profile = std::make_shared<StepProfile>(
-      p.builder->build(sampler_kind_name(p.kind), p.kind == SamplerKind::kSoftware ? 1 : p.pmu_options.sample_period,
+      p.builder->build(sampler_kind_name(p.kind), p.pmu == nullptr ? 1 : p.pmu->options().sample_period,
                        program_command_line()));
+  if (p.pmu != nullptr) {
+    profile->sampler_source = p.pmu->source_name();
+    profile->samples_lost = p.pmu->stats().lost;
+    profile->writebacks_counted = p.pmu->counts_writebacks();
+  }
   p.profiled_steps = profile->profiled_steps;
   p.last_profile_first_step = p.first_step;
   p.latest = profile;
@@ -295,7 +273,10 @@ void begin_profile(Profiler& p, const LiveObjects& live, const ObjectEvent& e) {
   p.state = ProfState::kProfiling;
   p.phase_open = false;
   p.last_arm_ns = 0;
-  if (sampling_kind(p.kind) && !start_sampling(p)) p.kind = SamplerKind::kNone;
+  if (sampling_kind(p.kind) && !g_sampling_active.load(std::memory_order_relaxed) && !start_sampling(p)) {
+    p.kind = SamplerKind::kNone;
+  }
+  if (p.pmu != nullptr && p.pmu->started()) p.pmu->begin(live);
 }
 
 void update_forecast(Profiler& p, const ObjectEvent& e) {
@@ -386,7 +367,26 @@ void on_alloc(Profiler& p, const LiveObjects& live, const ObjectEvent& e) {
     // an inner loop has been replaced by the whole step long before that.
     const int64_t waited = e.step - p.structure_first_step;
     const bool waited_enough = waited >= 32 && static_cast<uint64_t>(waited) * e.period >= 8192;
-    if (waited >= static_cast<int64_t>(g_state.config.warmup_steps) && (settled_step(p) || waited_enough)) {
+    const bool ready =
+        waited >= static_cast<int64_t>(g_state.config.warmup_steps) && (settled_step(p) || waited_enough);
+    if (p.pmu != nullptr && p.pmu->windowed() && sampling_kind(p.kind)) {
+      // The emulated PMU profiles the steps of a window the allocation path opens (pmu_harvest.h):
+      // opened when the profiler is ready, begun when the window's first event comes (opened again if
+      // that event was missed).
+      if (p.window_first_step >= 0 && e.step == p.window_first_step) {
+        begin_profile(p, live, e);
+      } else if (ready && (p.window_first_step < 0 || e.step > p.window_first_step)) {
+        if (!g_sampling_active.load(std::memory_order_relaxed) && !start_sampling(p)) {
+          p.kind = SamplerKind::kNone;
+          begin_profile(p, live, e);
+        } else {
+          p.window_first_step = p.pmu->open_window(g_state.config.profile_steps);
+          log_write(LogLevel::kInfo, ("emulated PMU: profiling steps from " + std::to_string(p.window_first_step) +
+                                      " (events of step " + std::to_string(e.step) + " being read)")
+                                         .c_str());
+        }
+      }
+    } else if (ready) {
       begin_profile(p, live, e);
     }
   }
@@ -395,6 +395,12 @@ void on_alloc(Profiler& p, const LiveObjects& live, const ObjectEvent& e) {
   const int64_t rel = e.step - p.first_step;
   if (rel < 0) return;
   const uint32_t steps = g_state.config.profile_steps;
+  if (p.state == ProfState::kProfiling && p.pmu != nullptr && p.pmu->started()) {
+    // Before the harvest below: samples taken from this event on belong to its phase (or, at the
+    // event that ends the profile, to no profiled step).
+    p.pmu->on_alloc(key, g_state.heap.record(e.slot).start, e.size, e.clock, e.time_ns, static_cast<uint32_t>(rel),
+                    e.event);
+  }
   if (p.state == ProfState::kProfiling && rel >= steps) {
     stop_sampling(p);
     p.builder->on_profile_end(e.time_ns);
@@ -434,17 +440,23 @@ void profiler_init() noexcept {
   try {
     auto* p = new Profiler();
     const Config& c = g_state.config;
-    p->pmu_options.sample_period = c.sample_period;
+    PmuSamplerOptions pmu_options;
+    pmu_options.sample_period = c.sample_period;
+    pmu_options.emulated_ring_bytes = emulated_pmu_ring_bytes(c);
+    const PmuSourceSetting sources = c.pmu_source == PmuSourceChoice::kPerf           ? PmuSourceSetting::kPerf
+                                     : c.pmu_source == PmuSourceChoice::kQemuSlowtier ? PmuSourceSetting::kEmulated
+                                                                                      : PmuSourceSetting::kAuto;
     if (c.sampler == SamplerChoiceSetting::kNone) {
       p->kind = SamplerKind::kNone;
       p->reason = "SENTINEL_SAMPLER=none: lifetimes and phase times only";
     } else {
-      const SamplerChoice choice = choose_sampler(sampler_setting_name(c.sampler), p->pmu_options);
+      const SamplerChoice choice = choose_sampler(sampler_setting_name(c.sampler), pmu_options, real_perf_os(), sources);
       p->kind = choice.kind;
       p->reason = choice.reason;
       if (choice.kind == SamplerKind::kPebs || choice.kind == SamplerKind::kIbs) {
-        p->pmu_options.kind = choice.kind;
-        p->pmu = new PmuSampler();
+        pmu_options.kind = choice.kind;
+        pmu_options.source = choice.source;
+        p->pmu = new PmuHarvest(pmu_options);
       }
     }
     p->software = new SoftwareSampler();
@@ -522,7 +534,11 @@ void profiler_unprotect_io(const void* addr, size_t len) noexcept {
   g_profiler->software->unprotect_for_io(reinterpret_cast<uintptr_t>(addr), len);
 }
 
-void profiler_fork_child() noexcept { g_sampling_active.store(false, std::memory_order_relaxed); }
+void profiler_fork_child() noexcept {
+  g_sampling_active.store(false, std::memory_order_relaxed);
+  // The emulated PMU's ring is not inherited (MADV_DONTFORK): nothing may write its step-clock word.
+  g_state.step_clock_mirror = nullptr;
+}
 
 void profiler_at_exit() noexcept {
   if (g_profiler == nullptr) return;
@@ -548,6 +564,13 @@ ProfilerReport profiler_report() noexcept {
     r.sampler = sampler_kind_name(p.kind);
     r.sampler_reason = p.reason;
     r.samples = p.samples;
+    if (p.pmu != nullptr) {
+      const PmuHarvestStats st = p.pmu->stats();
+      r.sampler_source = p.pmu->source_name();
+      r.samples += st.attributed;
+      r.samples_lost = st.lost;
+      r.samples_outside_objects = st.outside;
+    }
     r.profiled_steps = p.profiled_steps;
     r.last_profile_first_step = p.last_profile_first_step;
     r.profiles_written = p.profiles_written;

@@ -12,7 +12,9 @@
 // larger period or re-detects), profiling starts over and the file is rewritten.
 //
 // Phases are observed by the service thread a little after they begin (it is woken with a futex), so
-// accesses in the first microseconds of a phase may count towards the previous one.
+// with the software sampler accesses in the first microseconds of a phase may count towards the
+// previous one; PMU samples carry when their access happened and are put in its phase
+// (pmu_harvest.h).
 //
 // Thread safety: profiler_on_event() runs on the service thread's dispatcher only; profiler_on_free() runs
 // on any program thread and never blocks; the others may be called from the service thread or at exit.
@@ -57,7 +59,10 @@ void profiler_at_exit() noexcept;
 struct ProfilerReport {
   std::string sampler;         // "software", "pebs", "ibs", "none"
   std::string sampler_reason;  // why that sampler
+  std::string sampler_source;  // PMU samplers: "perf_event" or "qemu-slowtier"; "" otherwise
   uint64_t samples = 0;        // faults claimed (software) or PMU samples attributed to objects
+  uint64_t samples_lost = 0;   // PMU samples the ring dropped (PERF_RECORD_LOST)
+  uint64_t samples_outside_objects = 0;  // PMU samples at no object's bytes, or before the profile
   uint32_t profiled_steps = 0;
   int64_t last_profile_first_step = -1;  // detector step index of the last profile's first profiled step
   uint64_t profiles_written = 0;

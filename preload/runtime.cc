@@ -113,6 +113,7 @@ struct ClockReading {
   int64_t step = -1;
   uint64_t relocks = 0;
   place::Want want = place::Want::kAny;
+  uint64_t clock = 0;                      // the step clock's tick of this allocation event
   uint64_t ticket = EventRing::kNoTicket;  // reserved object event, filled once the extent exists
   bool quiet = false;                      // the event may wait for the next wake-up (kQuietEventsPerWake)
   bool announce = false;
@@ -135,10 +136,17 @@ ClockReading read_clock(State& s, uint64_t site, uint64_t size) noexcept {
   }
   c.occurrence = s.occurrences.next(site);
   c.tag = make_tag(site, c.occurrence);
+  c.clock = ++s.clock_ticks;
   c.step = s.detector.step_index();
   c.event = s.detector.event_in_step();
   c.period = s.detector.period();
   c.relocks = s.detector.relocks();
+  if (s.step_clock_mirror != nullptr) {
+    // The emulated PMU samples while the word is not 0: from the first event of the profiler's window
+    // to the first event after it, exactly (runtime_state.h).
+    const bool sampling = c.step >= s.pmu_window_first_step && c.step < s.pmu_window_end_step;
+    __atomic_store_n(s.step_clock_mirror, sampling ? c.clock : 0, __ATOMIC_RELAXED);
+  }
   const manage::BirthDecision birth = s.births.decide(c.step, c.event, c.period, c.tag);
   c.want = want_of(birth.want);
   if (birth.deviated_now) s.counters.plan_deviations.fetch_add(1, std::memory_order_relaxed);
@@ -215,7 +223,7 @@ __attribute__((noinline)) void* alloc_object(size_t size, size_t align, bool* ze
   expose_object(r);
   s.events.fill(c.ticket, ObjectEvent{ObjectEventKind::kAlloc, r.pool, slot, r.generation, c.occurrence, c.event,
                                       c.period, c.step, c.relocks, c.tag, site, size, r.extent_bytes, birth_ns,
-                                      live_bytes + size});
+                                      live_bytes + size, c.clock});
 
   s.counters.objects_tracked.fetch_add(1, std::memory_order_relaxed);
   s.counters.bytes_tracked.fetch_add(size, std::memory_order_relaxed);
@@ -248,7 +256,8 @@ void free_object(void* p) noexcept {
     SpinGuard clock(s.clock_lock);
     s.events.push(ObjectEvent{ObjectEventKind::kFree, r.pool, slot, r.generation, r.occurrence,
                               s.detector.event_in_step(), s.detector.period(), s.detector.step_index(),
-                              s.detector.relocks(), r.tag, r.site, size, r.extent_bytes, now_ns(), live_after});
+                              s.detector.relocks(), r.tag, r.site, size, r.extent_bytes, now_ns(), live_after,
+                              s.clock_ticks});
   }
   // No sampled window may stay protected once the extent can be handed to another object.
   profiler_on_free(slot);

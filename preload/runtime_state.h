@@ -67,6 +67,16 @@ struct State {
 
   // The step clock: serialised by clock_lock.
   SpinLock clock_lock;
+  uint64_t clock_ticks = 0;  // object allocation events so far (ObjectEvent::clock)
+  // While the emulated PMU's ring is registered: its step-clock word (sampler/emulated_pmu.h). Every
+  // allocation event stores its tick there while its step is in [pmu_window_first_step,
+  // pmu_window_end_step), and 0 otherwise; the plugin samples only while the word is not 0, so the
+  // profiled steps are sampled from their first event exactly, however late the service thread
+  // gets to them. Set and cleared by the profiler under clock_lock, so no allocation writes to the
+  // word once it is cleared and the ring can be unmapped.
+  uint64_t* step_clock_mirror = nullptr;
+  int64_t pmu_window_first_step = -1;
+  int64_t pmu_window_end_step = -1;
   StepDetector detector;
   SiteCounter occurrences;
   bool announced_period = false;

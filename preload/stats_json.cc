@@ -60,6 +60,10 @@ void add_profiler(Json& j) {
   j[key::kSampler] = prof.sampler.empty() ? std::string("none") : prof.sampler;
   j[key::kSamples] = prof.samples;
   j[key::kSamplerReason] = prof.sampler_reason;
+  // PMU samplers: where the samples came from ("qemu-slowtier": the emulated PMU), what the ring lost.
+  j[key::kSamplerSource] = prof.sampler_source.empty() ? Json(nullptr) : Json(prof.sampler_source);
+  j[key::kSamplesLost] = prof.samples_lost;
+  j[key::kSamplesOutsideObjects] = prof.samples_outside_objects;
   j[key::kProfileState] = prof.state;
   j[key::kProfiledSteps] = prof.profiled_steps;
   j[key::kProfileFirstStep] = prof.last_profile_first_step;

@@ -53,6 +53,9 @@ def main():
     p.add_argument("--placement", default="unnamed")
     p.add_argument("--host", action="store_true", help="no slow-tier counters (host calibration run)")
     p.add_argument("--out-dir", required=True)
+    p.add_argument("--mark-steps", action="store_true",
+                   help="mark each step's start for Sentinel (sentinel_step_begin): two runs of a workload then have "
+                        "the same step clock, so their profiles can be compared phase by phase (bench/profile/truth.sh)")
     p.add_argument("--callgrind-window", metavar="LIB:FIRST:LAST",
                    help="under valgrind --tool=callgrind --instr-atstart=no: count instructions from step FIRST "
                         "to step LAST (inclusive) of each workload, with LIB = libsentinel_callgrind_window.so "
@@ -100,6 +103,10 @@ def run_workload(name, args, meter):
     loss_fn = nn.CrossEntropyLoss()
     gen = torch.Generator().manual_seed(1235)
 
+    step_begin = None
+    if args.mark_steps:
+        import ctypes
+        step_begin = getattr(ctypes.CDLL(None), "sentinel_step_begin", None)
     window = None
     if args.callgrind_window:
         import ctypes
@@ -109,6 +116,8 @@ def run_workload(name, args, meter):
     for step in range(args.steps):
         if window and step == window[1]:
             window[0].sentinel_callgrind_start()
+        if step_begin is not None:
+            step_begin()
         before = meter.read() if meter else None
         migrated0 = pages_migrated()
         t0 = time.perf_counter()

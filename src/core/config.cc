@@ -27,6 +27,14 @@ constexpr NamedSampler kSamplers[] = {{"auto", SamplerChoiceSetting::kAuto},
                                       {"software", SamplerChoiceSetting::kSoftware},
                                       {"none", SamplerChoiceSetting::kNone}};
 
+struct NamedPmuSource {
+  const char* name;
+  PmuSourceChoice setting;
+};
+constexpr NamedPmuSource kPmuSources[] = {{"auto", PmuSourceChoice::kAuto},
+                                          {"perf", PmuSourceChoice::kPerf},
+                                          {"qemu-slowtier", PmuSourceChoice::kQemuSlowtier}};
+
 struct NamedLevel {
   const char* name;
   LogLevel level;
@@ -112,6 +120,13 @@ class Parser {
     ok_ = str_equal(value_, "0") || str_equal(value_, "1");
     if (ok_) *out = str_equal(value_, "1");
   }
+  // A byte count in [lo, hi] that is a power of two.
+  void power_of_two_bytes(uint64_t lo, uint64_t hi, uint64_t* out) {
+    uint64_t n = 0;
+    number(true, lo, hi, &n);
+    if (ok_ && (n & (n - 1)) != 0) ok_ = false;
+    if (ok_) *out = n;
+  }
 
  private:
   const char* value_;
@@ -188,8 +203,19 @@ constexpr Entry kEntries[] = {
        p.output_path(c.profile_out, sizeof c.profile_out);
        c.profile_out_set = p.ok();
      }},
-    {{"SENTINEL_SAMPLE_PERIOD", "an integer from 100 to 100000000", "10007", "PMU events per sample", nullptr},
-     [](Parser& p, Config& c) { p.number(false, 100, 100000000, &c.sample_period); }},
+    {{"SENTINEL_SAMPLE_PERIOD", "an integer from 1 to 100000000", "10007",
+      "PMU events per sample; below 100 only for the emulated PMU (1: every miss, the ground truth)", nullptr},
+     [](Parser& p, Config& c) { p.number(false, 1, 100000000, &c.sample_period); }},
+    {{"SENTINEL_PMU_SOURCE", "auto, perf, qemu-slowtier", "auto",
+      "where PMU samples come from: perf_event_open, or the slow-tier QEMU plugin (auto: the plugin for "
+      "SENTINEL_SAMPLER=pebs where perf_event_open fails)",
+      nullptr},
+     [](Parser& p, Config& c) {
+       p.choice(kPmuSources, &c.pmu_source, [](const NamedPmuSource& e) { return e.setting; });
+     }},
+    {{"SENTINEL_PMU_RING", "a power of two of bytes from 64K to 256M (e.g. 64M)", "64M at period 1 to 1M at 64",
+      "the emulated PMU's sample ring", nullptr},
+     [](Parser& p, Config& c) { p.power_of_two_bytes(64ull << 10, 256ull << 20, &c.pmu_ring_bytes); }},
     {{"SENTINEL_PROFILE_IN", kPathValues, "none", "managed mode: start from this recorded profile when it matches",
       "--profile-in"},
      [](Parser& p, Config& c) { p.path(c.profile_in, sizeof c.profile_in); }},
@@ -273,6 +299,19 @@ const char* sampler_setting_name(SamplerChoiceSetting s) noexcept {
   for (const auto& e : kSamplers)
     if (e.setting == s) return e.name;
   return "?";
+}
+
+const char* pmu_source_setting_name(PmuSourceChoice s) noexcept {
+  for (const auto& e : kPmuSources)
+    if (e.setting == s) return e.name;
+  return "?";
+}
+
+uint64_t emulated_pmu_ring_bytes(const Config& c) noexcept {
+  if (c.pmu_ring_bytes != 0) return c.pmu_ring_bytes;
+  uint64_t bytes = 64ull << 20;
+  for (uint64_t p = c.sample_period; p > 1 && bytes > (1ull << 20); p >>= 1) bytes >>= 1;
+  return bytes;
 }
 
 const char* log_level_name(LogLevel l) noexcept {

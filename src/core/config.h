@@ -26,6 +26,11 @@ enum class Mode : uint8_t {
 
 enum class SamplerChoiceSetting : uint8_t { kAuto, kPebs, kIbs, kSoftware, kNone };
 
+// Where PMU samples may come from (SENTINEL_PMU_SOURCE): auto = perf_event_open, and for
+// SENTINEL_SAMPLER=pebs the slow-tier QEMU plugin where perf_event_open fails; perf = only
+// perf_event_open; qemu-slowtier = only the plugin (docs/slow-tier-emulator.md).
+enum class PmuSourceChoice : uint8_t { kAuto, kPerf, kQemuSlowtier };
+
 enum class LogLevel : uint8_t { kTrace, kDebug, kInfo, kWarn, kError, kOff };
 
 struct Config {
@@ -53,6 +58,8 @@ struct Config {
   char profile_out[kPathMax] = "sentinel-profile.json";  // SENTINEL_PROFILE_OUT
   bool profile_out_set = false;           // SENTINEL_PROFILE_OUT was given
   uint64_t sample_period = 10007;         // SENTINEL_SAMPLE_PERIOD: PMU events per sample
+  PmuSourceChoice pmu_source = PmuSourceChoice::kAuto;  // SENTINEL_PMU_SOURCE
+  uint64_t pmu_ring_bytes = 0;            // SENTINEL_PMU_RING: the emulated PMU's ring; 0 = by the period
   // Managed mode.
   char profile_in[kPathMax] = {};         // SENTINEL_PROFILE_IN: start from this profile
   uint32_t profile_wait_s = 300;          // SENTINEL_PROFILE_WAIT: a follower rank waits this long for the leader's
@@ -119,5 +126,9 @@ bool find_unknown_variable(char* warning, size_t warning_cap) noexcept;
 const char* mode_name(Mode m) noexcept;
 const char* log_level_name(LogLevel l) noexcept;
 const char* sampler_setting_name(SamplerChoiceSetting s) noexcept;
+const char* pmu_source_setting_name(PmuSourceChoice s) noexcept;
+// The emulated PMU's ring: SENTINEL_PMU_RING, or by default 64 MiB at period 1 down to 1 MiB at period
+// 64 and above (a ring holds what one drain per phase reads: docs/slow-tier-emulator.md).
+uint64_t emulated_pmu_ring_bytes(const Config& c) noexcept;
 
 }  // namespace sentinel

@@ -29,6 +29,9 @@ struct ObjectEvent {
   uint64_t extent_bytes;
   uint64_t time_ns;
   uint64_t live_bytes;  // object bytes alive after this event
+  // The step clock: allocation events counted since the process began (this event's own tick for
+  // an allocation, the latest tick for a free). The emulated PMU stamps samples with it.
+  uint64_t clock;
 };
 
 using EventRing = BoundedRing<ObjectEvent, 1u << 15>;

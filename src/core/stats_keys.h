@@ -41,6 +41,9 @@ inline constexpr const char kDroppedLogMessages[] = "dropped_log_messages";
 inline constexpr const char kSampler[] = "sampler";
 inline constexpr const char kSamples[] = "samples";
 inline constexpr const char kSamplerReason[] = "sampler_reason";
+inline constexpr const char kSamplerSource[] = "sampler_source";
+inline constexpr const char kSamplesLost[] = "samples_lost";
+inline constexpr const char kSamplesOutsideObjects[] = "samples_outside_objects";
 inline constexpr const char kProfileState[] = "profile_state";
 inline constexpr const char kProfiledSteps[] = "profiled_steps";
 inline constexpr const char kProfileFirstStep[] = "profile_first_step";  // of the last profile taken
@@ -124,7 +127,7 @@ inline constexpr const char kProfileSource[] = "profile_source";
 inline constexpr const char kPlansFromLocalRank0Profile[] = "plans_from_local_rank0_profile";
 inline constexpr const char kMode[] = "mode";
 
-inline constexpr std::array<std::string_view, 109> kAll = {
+inline constexpr std::array<std::string_view, 112> kAll = {
     kPid,
     kRank,
     kForkedChildren,
@@ -157,6 +160,9 @@ inline constexpr std::array<std::string_view, 109> kAll = {
     kSampler,
     kSamples,
     kSamplerReason,
+    kSamplerSource,
+    kSamplesLost,
+    kSamplesOutsideObjects,
     kProfileState,
     kProfiledSteps,
     kProfileFirstStep,

@@ -17,10 +17,15 @@
 namespace sentinel {
 
 // Sampled accesses of one object in one phase, scaled by the sampling period to estimated accesses.
+// A PMU counts cache-line misses; the software sampler estimates the lines of the object touched.
 struct PhaseAccess {
   uint32_t phase = 0;
   uint64_t reads = 0;   // estimated loads (or all accesses where the sampler cannot tell)
   uint64_t writes = 0;  // estimated stores; 0 where the sampler cannot tell reads from writes
+  // Dirty lines of the object written back to memory in this phase; only samplers that see them
+  // count them (StepProfile::writebacks_counted: the emulated PMU), otherwise 0. Not an access:
+  // total() leaves them out, and the planner does not read them.
+  uint64_t writebacks = 0;
   uint64_t total() const { return reads + writes; }
 };
 
@@ -59,7 +64,10 @@ struct StepProfile {
   uint64_t peak_object_bytes = 0;     // peak bytes of live objects during the step
   uint32_t profiled_steps = 0;        // how many steps the counts are averaged over
   std::string sampler;                // "pebs", "ibs", "software", "none"
+  std::string sampler_source;         // PMU samplers: "perf_event" or "qemu-slowtier" (emulated); "" otherwise
   uint64_t sample_period = 0;         // events per sample (PMU) or pages per sample (software)
+  uint64_t samples_lost = 0;          // samples the PMU ring dropped while profiling (PERF_RECORD_LOST)
+  bool writebacks_counted = false;    // the counts include write-backs (PhaseAccess::writebacks)
   std::string program;                // command line of the profiled program, informational
   std::vector<PhaseProfile> phases;
   std::vector<ObjectProfile> objects;

@@ -98,7 +98,8 @@ void ProfileBuilder::on_free(uint64_t key, uint32_t step, uint32_t event, uint64
   a.died = true;
 }
 
-void ProfileBuilder::on_access(uint64_t key, uint32_t step, uint32_t phase, uint64_t reads, uint64_t writes) {
+void ProfileBuilder::on_access(uint64_t key, uint32_t step, uint32_t phase, uint64_t reads, uint64_t writes,
+                               uint64_t writebacks) {
   if (step >= steps_ || phase >= period_) return;
   uint64_t tag;
   if (auto it = live_.find(key); it != live_.end()) {
@@ -113,6 +114,7 @@ void ProfileBuilder::on_access(uint64_t key, uint32_t step, uint32_t phase, uint
   pa.phase = phase;
   pa.reads += reads;
   pa.writes += writes;
+  pa.writebacks += writebacks;
 }
 
 void ProfileBuilder::on_profile_end(uint64_t time_ns) {
@@ -157,16 +159,27 @@ StepProfile ProfileBuilder::build(const std::string& sampler, uint64_t sample_pe
         merged.phase = phase;
         merged.reads += pa.reads;
         merged.writes += pa.writes;
+        merged.writebacks += pa.writebacks;
       }
     }
     const uint64_t divisor = std::max<uint32_t>(a.object.persistent ? steps_seen : a.instances, 1);
+    auto alive = [&](uint32_t phase) {
+      return o.death_phase < period_ ? (phase >= o.birth_phase && phase <= o.death_phase)
+                                     : (phase >= o.birth_phase || phase <= o.death_phase - period_);
+    };
+    // A dirty line of a dead object still goes back to memory, later: its write-back counts in the
+    // object's last phase, so that the object's write-backs add up.
+    const uint32_t last_phase = o.death_phase < period_ ? o.death_phase : o.death_phase - period_;
+    uint64_t late_writebacks = 0;
+    for (const auto& [phase, pa] : by_phase) {
+      if (!alive(phase)) late_writebacks += pa.writebacks;
+    }
+    if (late_writebacks / divisor > 0) by_phase[last_phase].phase = last_phase;
     for (const auto& [phase, pa] : by_phase) {
       // Only phases inside the lifetime: a sample that lands just after a free belongs to no object.
-      const bool alive = o.death_phase < period_
-                             ? (phase >= o.birth_phase && phase <= o.death_phase)
-                             : (phase >= o.birth_phase || phase <= o.death_phase - period_);
-      if (!alive) continue;
-      o.accesses.push_back(PhaseAccess{phase, pa.reads / divisor, pa.writes / divisor});
+      if (!alive(phase)) continue;
+      const uint64_t writebacks = pa.writebacks + (phase == last_phase ? late_writebacks : 0);
+      o.accesses.push_back(PhaseAccess{phase, pa.reads / divisor, pa.writes / divisor, writebacks / divisor});
     }
     std::sort(o.accesses.begin(), o.accesses.end(),
               [](const PhaseAccess& x, const PhaseAccess& y) { return x.phase < y.phase; });

@@ -31,8 +31,10 @@ class ProfileBuilder {
   void on_alloc(uint64_t key, uint64_t tag, uint64_t site, uint32_t occurrence, uint64_t size,
                 uint32_t step, uint32_t event, uint64_t time_ns, uint64_t live_bytes_after);
   void on_free(uint64_t key, uint32_t step, uint32_t event, uint64_t live_bytes_after);
-  // Estimated accesses of a live object in a phase (already scaled to the whole object).
-  void on_access(uint64_t key, uint32_t step, uint32_t phase, uint64_t reads, uint64_t writes);
+  // Estimated accesses (and write-backs, where the sampler sees them) of a live object in a phase
+  // (already scaled to the whole object).
+  void on_access(uint64_t key, uint32_t step, uint32_t phase, uint64_t reads, uint64_t writes,
+                 uint64_t writebacks = 0);
   // The first event of step `profiled_steps` (or the end of the run): closes the last phase.
   void on_profile_end(uint64_t time_ns);
 

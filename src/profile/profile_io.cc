@@ -1,4 +1,4 @@
-// Profile file format, version 1 (docs/profile-format.md). The parser first builds a JSON tree with
+// Profile file format, versions 1 and 2 (docs/profile-format.md). The parser first builds a JSON tree with
 // nlohmann_json (whose parser is iterative, so deep nesting cannot overflow the stack), rejecting
 // duplicate keys and nesting deeper than the format ever needs, then walks the tree field by field
 // with explicit type and range checks, and finally checks the profile invariants (validate_profile).
@@ -137,9 +137,10 @@ class Fields {
   bool ok_ = true;
 };
 
-bool read_access(const json& v, const std::string& path, PhaseAccess* out, std::string* error) {
-  if (!v.is_array() || v.size() != 3) {
-    return set_error(error, path + ": must be an array [phase, reads, writes]");
+bool read_access(const json& v, const std::string& path, int version, PhaseAccess* out, std::string* error) {
+  if (!v.is_array() || (v.size() != 3 && !(version >= 2 && v.size() == 4))) {
+    return set_error(error, path + (version >= 2 ? ": must be an array [phase, reads, writes] or [phase, reads, writes, writebacks]"
+                                                 : ": must be an array [phase, reads, writes]"));
   }
   for (const auto& x : v) {
     if (!x.is_number_unsigned()) return set_error(error, path + ": entries must be non-negative integers");
@@ -151,10 +152,11 @@ bool read_access(const json& v, const std::string& path, PhaseAccess* out, std::
   out->phase = static_cast<uint32_t>(phase);
   out->reads = v[1].get<uint64_t>();
   out->writes = v[2].get<uint64_t>();
+  out->writebacks = v.size() == 4 ? v[3].get<uint64_t>() : 0;
   return true;
 }
 
-bool read_object(const json& v, const std::string& path, ObjectProfile* o, std::string* error) {
+bool read_object(const json& v, const std::string& path, int version, ObjectProfile* o, std::string* error) {
   Fields f(v, path, error);
   if (!f.check_keys({"tag", "site", "occurrence", "size", "birth_phase", "death_phase", "persistent",
                      "accesses"})) {
@@ -172,33 +174,42 @@ bool read_object(const json& v, const std::string& path, ObjectProfile* o, std::
   o->accesses.resize(acc->size());
   for (size_t i = 0; i < acc->size(); ++i) {
     const std::string p = path + ".accesses[" + std::to_string(i) + "]";
-    if (!read_access((*acc)[i], p, &o->accesses[i], error)) return false;
+    if (!read_access((*acc)[i], p, version, &o->accesses[i], error)) return false;
   }
   return true;
 }
 
 bool read_document(const json& doc, StepProfile* p, std::string* error) {
   Fields f(doc, "", error);
-  if (!f.check_keys({"format", "version", "period", "step_time_ns", "peak_object_bytes",
-                     "profiled_steps", "sampler", "sample_period", "program", "phases", "objects"})) {
+  // The keys of version 2; the version-2 ones are refused below in a version-1 document.
+  if (!f.check_keys({"format", "version", "period", "step_time_ns", "peak_object_bytes", "profiled_steps",
+                     "sampler", "sampler_source", "sample_period", "samples_lost", "writebacks", "program",
+                     "phases", "objects"})) {
     return false;
   }
+  uint64_t version = 0;
   std::string format;
   if (!f.str("format", true, &format)) return false;
   if (format != kProfileFormatName) {
     return set_error(error, "format: \"" + format + "\" is not \"" + std::string(kProfileFormatName) + "\"");
   }
-  uint64_t version = 0;
   if (!f.u64("version", true, &version)) return false;
-  if (version != static_cast<uint64_t>(kProfileFormatVersion)) {
-    return set_error(error, "version: " + std::to_string(version) + " is not supported (this reader knows " +
+  if (version < 1 || version > static_cast<uint64_t>(kProfileFormatVersion)) {
+    return set_error(error, "version: " + std::to_string(version) + " is not supported (this reader knows 1 to " +
                                 std::to_string(kProfileFormatVersion) + ")");
+  }
+  if (version == 1) {
+    for (const char* key : {"sampler_source", "samples_lost", "writebacks"}) {
+      if (doc.contains(key)) return set_error(error, std::string(key) + ": unknown field in a version-1 profile");
+    }
   }
   *p = StepProfile{};
   if (!f.u32("period", true, &p->period) || !f.u64("step_time_ns", false, &p->step_time_ns) ||
       !f.u64("peak_object_bytes", false, &p->peak_object_bytes) ||
       !f.u32("profiled_steps", false, &p->profiled_steps) || !f.str("sampler", true, &p->sampler) ||
-      !f.u64("sample_period", false, &p->sample_period) || !f.str("program", false, &p->program)) {
+      !f.u64("sample_period", false, &p->sample_period) || !f.str("program", false, &p->program) ||
+      !f.str("sampler_source", false, &p->sampler_source) || !f.u64("samples_lost", false, &p->samples_lost) ||
+      !f.boolean("writebacks", false, &p->writebacks_counted)) {
     return false;
   }
   const json* phases = f.array("phases", true);
@@ -219,7 +230,8 @@ bool read_document(const json& doc, StepProfile* p, std::string* error) {
   if (objects == nullptr) return false;
   p->objects.resize(objects->size());
   for (size_t i = 0; i < objects->size(); ++i) {
-    if (!read_object((*objects)[i], "objects[" + std::to_string(i) + "]", &p->objects[i], error)) {
+    if (!read_object((*objects)[i], "objects[" + std::to_string(i) + "]", static_cast<int>(version), &p->objects[i],
+                     error)) {
       return false;
     }
   }
@@ -240,13 +252,26 @@ void append_object(const ObjectProfile& o, std::string* s) {
   for (size_t i = 0; i < o.accesses.size(); ++i) {
     const PhaseAccess& a = o.accesses[i];
     if (i > 0) *s += ',';
-    *s += '[' + std::to_string(a.phase) + ',' + std::to_string(a.reads) + ',' + std::to_string(a.writes) + ']';
+    *s += '[' + std::to_string(a.phase) + ',' + std::to_string(a.reads) + ',' + std::to_string(a.writes);
+    if (a.writebacks > 0) *s += ',' + std::to_string(a.writebacks);
+    *s += ']';
   }
   *s += "]}";
 }
 
 std::string json_string(const std::string& v) {
   return json(v).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+// Version 2 only when the profile has something version 1 cannot say.
+bool needs_version_2(const StepProfile& p) {
+  if (!p.sampler_source.empty() || p.samples_lost > 0 || p.writebacks_counted) return true;
+  for (const ObjectProfile& o : p.objects) {
+    for (const PhaseAccess& a : o.accesses) {
+      if (a.writebacks > 0) return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace
@@ -259,6 +284,9 @@ bool validate_profile(const StepProfile& p, std::string* error) {
   }
   if (p.sampler != "pebs" && p.sampler != "ibs" && p.sampler != "software" && p.sampler != "none") {
     return set_error(error, "sampler: \"" + p.sampler + "\" is not one of pebs, ibs, software, none");
+  }
+  if (!p.sampler_source.empty() && p.sampler_source != "perf_event" && p.sampler_source != "qemu-slowtier") {
+    return set_error(error, "sampler_source: \"" + p.sampler_source + "\" is not one of perf_event, qemu-slowtier");
   }
   const uint64_t period = p.period;
   std::unordered_set<uint64_t> tags;
@@ -293,6 +321,9 @@ bool validate_profile(const StepProfile& p, std::string* error) {
                                     " (accesses must be sorted by phase, one entry per phase)");
       }
       if (!in_lifetime(o, ph, p.period)) return set_error(error, where + " is outside the object's lifetime");
+      if (o.accesses[j].writebacks > 0 && !p.writebacks_counted) {
+        return set_error(error, where + " has write-backs, but the profile does not count them (\"writebacks\": true)");
+      }
     }
   }
   return true;
@@ -338,13 +369,19 @@ bool parse_profile(std::string_view text, StepProfile* out, std::string* error) 
 std::string serialize_profile(const StepProfile& p) {
   try {
     std::string s = "{\n\"format\": \"" + std::string(kProfileFormatName) + "\",\n";
-    s += "\"version\": " + std::to_string(kProfileFormatVersion) + ",\n";
+    const bool v2 = needs_version_2(p);
+    s += "\"version\": " + std::string(v2 ? "2" : "1") + ",\n";
     s += "\"period\": " + std::to_string(p.period) + ",\n";
     s += "\"step_time_ns\": " + std::to_string(p.step_time_ns) + ",\n";
     s += "\"peak_object_bytes\": " + std::to_string(p.peak_object_bytes) + ",\n";
     s += "\"profiled_steps\": " + std::to_string(p.profiled_steps) + ",\n";
     s += "\"sampler\": " + json_string(p.sampler) + ",\n";
+    if (v2) s += "\"sampler_source\": " + json_string(p.sampler_source) + ",\n";
     s += "\"sample_period\": " + std::to_string(p.sample_period) + ",\n";
+    if (v2) {
+      s += "\"samples_lost\": " + std::to_string(p.samples_lost) + ",\n";
+      s += "\"writebacks\": " + std::string(p.writebacks_counted ? "true" : "false") + ",\n";
+    }
     s += "\"program\": " + json_string(p.program) + ",\n";
     s += "\"phases\": [";
     for (size_t i = 0; i < p.phases.size(); ++i) {

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "sampler/emulated_pmu_abi.h"
+
 namespace sentinel {
 namespace {
 
@@ -33,6 +35,7 @@ class Cursor {
 }  // namespace
 
 int access_kind_from_data_src(uint64_t data_src) {
+  if ((data_src & emulated_pmu::kDataSrcWriteback) != 0) return 2;
   const uint64_t op = (data_src >> PERF_MEM_OP_SHIFT) & 0x1f;
   if ((op & PERF_MEM_OP_STORE) != 0) return 1;
   if ((op & PERF_MEM_OP_LOAD) != 0) return 0;
@@ -42,14 +45,13 @@ int access_kind_from_data_src(uint64_t data_src) {
 bool decode_sample(const uint8_t* body, size_t size, uint64_t t, PerfSample* s) {
   *s = PerfSample{};
   Cursor c(body, size);
-  uint64_t unused = 0;
   if ((t & PERF_SAMPLE_IDENTIFIER) && !c.u64(&s->id)) return false;
   if ((t & PERF_SAMPLE_IP) && !c.u64(&s->ip)) return false;
   if ((t & PERF_SAMPLE_TID) && !(c.u32(&s->pid) && c.u32(&s->tid))) return false;
   if ((t & PERF_SAMPLE_TIME) && !c.u64(&s->time)) return false;
   if ((t & PERF_SAMPLE_ADDR) && !c.u64(&s->addr)) return false;
   if ((t & PERF_SAMPLE_ID) && !c.u64(&s->id)) return false;
-  if ((t & PERF_SAMPLE_STREAM_ID) && !c.u64(&unused)) return false;
+  if ((t & PERF_SAMPLE_STREAM_ID) && !c.u64(&s->stream_id)) return false;
   if (t & PERF_SAMPLE_CPU) {
     uint32_t reserved = 0;
     if (!(c.u32(&s->cpu) && c.u32(&reserved))) return false;

@@ -27,6 +27,7 @@ struct PerfSample {
   uint64_t time = 0;
   uint64_t addr = 0;
   uint64_t id = 0;
+  uint64_t stream_id = 0;
   uint32_t cpu = 0;
   uint64_t period = 0;
   uint64_t weight = 0;
@@ -35,7 +36,8 @@ struct PerfSample {
   uint32_t raw_size = 0;
 };
 
-// Access kind from data_src (PERF_MEM_OP_*): -1 unknown, 0 load, 1 store.
+// Access kind from data_src (PERF_MEM_OP_*): -1 unknown, 0 load, 1 store, 2 write-back of a dirty
+// line (the emulated PMU's encoding, sampler/emulated_pmu_abi.h: no hardware PMU reports these).
 int access_kind_from_data_src(uint64_t data_src);
 
 struct RingStats {

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 
 #include "os/os.h"
 
@@ -49,6 +50,10 @@ const char* sampler_kind_name(SamplerKind kind) {
   return "none";
 }
 
+const char* pmu_source_name(PmuSource source) {
+  return source == PmuSource::kEmulated ? "qemu-slowtier" : "perf_event";
+}
+
 PerfOs real_perf_os() {
   PerfOs os;
   os.perf_event_open = [](perf_event_attr* attr, pid_t tid, int cpu, int group, unsigned long flags) {
@@ -82,6 +87,9 @@ ProbeResult build_pmu_attr(const PmuSamplerOptions& opt, const PerfOs& os, perf_
   attr->disabled = 0;
   attr->exclude_kernel = 1;  // user data addresses only; also what perf_event_paranoid=2 allows
   attr->exclude_hv = 1;
+  // Sample times on the runtime's clock (now_ns()), so a sample can be put in the phase it happened in.
+  attr->use_clockid = 1;
+  attr->clockid = CLOCK_MONOTONIC;
   if (opt.has_encoding) {
     attr->type = opt.encoding.type;
     attr->config = opt.encoding.config;
@@ -129,10 +137,17 @@ struct PmuSampler::Ring {
   RingReader reader;
 };
 
-PmuSampler::PmuSampler(PerfOs os) : os_(std::move(os)) { page_ = static_cast<size_t>(sysconf(_SC_PAGESIZE)); }
+PmuSampler::PmuSampler(PerfOs os, EmulatedPmuOs emulated_os) : os_(std::move(os)), emulated_os_(std::move(emulated_os)) {
+  page_ = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+}
 PmuSampler::~PmuSampler() { stop(); }
 
 ProbeResult PmuSampler::probe(const PmuSamplerOptions& opt) {
+  if (opt.source == PmuSource::kEmulated) {
+    if (opt.kind != SamplerKind::kPebs) return failure(EINVAL, "the slow-tier plugin emulates PEBS only");
+    EmulatedPmu emulated(emulated_os_);
+    return emulated.probe();
+  }
   perf_event_attr attr;
   ProbeResult r = build_pmu_attr(opt, os_, &attr);
   if (!r.ok) return r;
@@ -189,6 +204,18 @@ ProbeResult PmuSampler::start(const PmuSamplerOptions& opt) {
     return failure(EINVAL, "ring_pages must be a power of two");
   }
   opt_ = opt;
+  if (opt.source == PmuSource::kEmulated) {
+    EmulatedPmuOptions e;
+    e.sample_period = opt.sample_period;
+    e.ring_bytes = opt.emulated_ring_bytes;
+    e.ranges = opt.emulated_ranges;
+    auto emulated = std::make_unique<EmulatedPmu>(emulated_os_);
+    ProbeResult r = emulated->start(e);
+    if (!r.ok) return r;
+    emulated_ = std::move(emulated);
+    started_ = true;
+    return r;
+  }
   ProbeResult r = build_pmu_attr(opt, os_, &attr_);
   if (!r.ok) return r;
   DIR* dir = opendir("/proc/self/task");
@@ -216,6 +243,7 @@ ProbeResult PmuSampler::start(const PmuSamplerOptions& opt) {
 ProbeResult PmuSampler::attach_thread(pid_t tid) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!started_) return failure(EINVAL, "pmu sampler not started");
+  if (emulated_) return ProbeResult{true, 0, "one ring for the process"};
   std::unique_ptr<Ring> ring;
   ProbeResult r = open_ring(tid, &ring);
   if (!r.ok) return r;
@@ -234,21 +262,38 @@ ProbeResult PmuSampler::attach_thread(pid_t tid) {
 size_t PmuSampler::drain(const AccessFn& fn) {
   std::lock_guard<std::mutex> lock(mu_);
   size_t delivered = 0;
+  if (emulated_) {
+    emulated_->drain([&](const PerfSample& s) {
+      if (s.addr == 0) return;
+      PmuAccess a;
+      a.addr = s.addr;
+      a.cpu = s.cpu;
+      a.kind = access_kind_from_data_src(s.data_src);
+      a.step_clock = s.stream_id;
+      ++delivered;
+      if (fn) fn(a);
+    });
+    return delivered;
+  }
   const bool raw_addr = (attr_.sample_type & PERF_SAMPLE_RAW) != 0;
+  const bool monotonic = attr_.use_clockid != 0 && attr_.clockid == CLOCK_MONOTONIC;
   auto on_sample = [&](const PerfSample& s) {
-    uint64_t addr = s.addr;
-    int kind = (attr_.sample_type & PERF_SAMPLE_DATA_SRC) ? access_kind_from_data_src(s.data_src) : -1;
+    PmuAccess a;
+    a.addr = s.addr;
+    a.tid = s.tid;
+    a.kind = (attr_.sample_type & PERF_SAMPLE_DATA_SRC) ? access_kind_from_data_src(s.data_src) : -1;
+    a.monotonic_ns = monotonic ? s.time : 0;
     if (raw_addr) {
-      uint64_t a = 0;
+      uint64_t addr = 0;
       int k = -1;
-      if (ibs_raw_access(s.raw, s.raw_size, &a, &k)) {
-        if (addr == 0) addr = a;
-        kind = k;
+      if (ibs_raw_access(s.raw, s.raw_size, &addr, &k)) {
+        if (a.addr == 0) a.addr = addr;
+        a.kind = k;
       }
     }
-    if (addr == 0) return;
+    if (a.addr == 0) return;
     ++delivered;
-    if (fn) fn(addr, s.tid, s.time, kind);
+    if (fn) fn(a);
   };
   for (size_t i = 0; i < rings_.size();) {
     rings_[i]->reader.drain(on_sample);
@@ -265,6 +310,12 @@ size_t PmuSampler::drain(const AccessFn& fn) {
 
 void PmuSampler::stop() {
   std::lock_guard<std::mutex> lock(mu_);
+  if (emulated_) {
+    emulated_->stop();
+    closed_stats_ += emulated_->stats();
+    last_emulated_counts_ = emulated_->counts();
+    emulated_.reset();
+  }
   for (auto& r : rings_) close_ring(*r);
   rings_.clear();
   started_ = false;
@@ -272,14 +323,25 @@ void PmuSampler::stop() {
 
 size_t PmuSampler::threads() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return rings_.size();
+  return emulated_ ? 1 : rings_.size();
 }
 
 RingStats PmuSampler::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   RingStats t = closed_stats_;
   for (const auto& r : rings_) t += r->reader.stats();
+  if (emulated_) t += emulated_->stats();
   return t;
+}
+
+uint64_t* PmuSampler::step_clock() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return emulated_ ? emulated_->step_clock() : nullptr;
+}
+
+EmulatedPmuCounts PmuSampler::emulated_counts() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return emulated_ ? emulated_->counts() : last_emulated_counts_;
 }
 
 }  // namespace sentinel

@@ -1,5 +1,11 @@
 // Hardware access sampling through perf_event: Intel PEBS (an event encoded by libpfm4, with
-// precise_ip) or AMD IBS op (the ibs_op PMU), one event and one ring buffer per thread.
+// precise_ip) or AMD IBS op (the ibs_op PMU), one event and one ring buffer per thread; or, with
+// PmuSource::kEmulated, one ring the slow-tier QEMU plugin fills with the cache-model misses of the
+// process's object range (emulated_pmu.h) and that the same ring decoder reads.
+//
+// Sample times: perf events are opened with use_clockid = CLOCK_MONOTONIC, so a sample's time is
+// comparable with the runtime's event times (now_ns()) and an access can be put in the phase it
+// happened in; emulated samples carry the runtime's step clock instead (PmuAccess).
 //
 // Why per thread and not `inherit`: the kernel refuses to mmap a ring of an inherited per-task event
 // (cpu == -1) because all children would write into one buffer, and per-CPU inherited events would
@@ -29,20 +35,20 @@
 #include <string>
 #include <vector>
 
+#include "sampler/emulated_pmu.h"
 #include "sampler/ibs.h"
 #include "sampler/perf_ring.h"
 #include "sampler/pmu_event.h"
+#include "sampler/probe_result.h"
 
 namespace sentinel {
 
 enum class SamplerKind { kNone, kPebs, kIbs, kSoftware };
 const char* sampler_kind_name(SamplerKind kind);  // "none", "pebs", "ibs", "software"
 
-struct ProbeResult {
-  bool ok = false;
-  int err = 0;         // errno that ruled the sampler out (0 when ok)
-  std::string reason;  // human explanation, including the errno name
-};
+// Where PMU samples come from: the kernel's perf_event rings, or the slow-tier QEMU plugin.
+enum class PmuSource { kPerf, kEmulated };
+const char* pmu_source_name(PmuSource source);  // "perf_event", "qemu-slowtier"
 
 struct PerfOs {
   std::function<int(perf_event_attr* attr, pid_t tid, int cpu, int group_fd, unsigned long flags)>
@@ -62,6 +68,20 @@ struct PmuSamplerOptions {
   uint32_t precise_ip = 2;                // PEBS only
   bool weight_and_data_src = true;        // PEBS only: PERF_SAMPLE_WEIGHT | PERF_SAMPLE_DATA_SRC
   uint32_t ring_pages = 8;                // data pages per thread ring; a power of two
+  PmuSource source = PmuSource::kPerf;
+  // kEmulated: the ring's data bytes (a power of two) and the address ranges to sample.
+  uint64_t emulated_ring_bytes = uint64_t{64} << 20;
+  std::vector<emulated_pmu::AddressRange> emulated_ranges;
+};
+
+// One sampled access.
+struct PmuAccess {
+  uint64_t addr = 0;          // data address
+  uint32_t tid = 0;           // thread (0: unknown, always for the emulated PMU)
+  uint32_t cpu = 0;           // emulated: the vCPU
+  int kind = -1;              // -1 unknown, 0 load, 1 store, 2 write-back of a dirty line (emulated only)
+  uint64_t monotonic_ns = 0;  // perf: CLOCK_MONOTONIC time of the sample; 0: unknown
+  uint64_t step_clock = 0;    // emulated: the step clock word's value at the access; 0: unknown
 };
 
 // Fills *attr for `opt`. Fails (with errno and reason) if the event cannot be encoded or the PMU
@@ -73,19 +93,21 @@ std::string explain_perf_errno(int err);
 
 class PmuSampler {
  public:
-  // addr: data address; tid: thread; time: perf clock ns; is_write: -1 unknown, 0 load, 1 store.
-  using AccessFn = std::function<void(uint64_t addr, uint32_t tid, uint64_t time, int is_write)>;
+  using AccessFn = std::function<void(const PmuAccess&)>;
 
-  explicit PmuSampler(PerfOs os = real_perf_os());
+  explicit PmuSampler(PerfOs os = real_perf_os(), EmulatedPmuOs emulated_os = real_emulated_pmu_os());
   ~PmuSampler();  // stop()
   PmuSampler(const PmuSampler&) = delete;
   PmuSampler& operator=(const PmuSampler&) = delete;
 
-  // Builds the attribute and opens (then closes) one event on the calling thread.
+  // Builds the attribute and opens (then closes) one event on the calling thread; emulated: asks
+  // whether the plugin answers.
   ProbeResult probe(const PmuSamplerOptions& opt);
-  // Opens and maps an event for every thread of the process. On failure nothing stays open.
+  // Opens and maps an event for every thread of the process (emulated: registers one ring). On
+  // failure nothing stays open.
   ProbeResult start(const PmuSamplerOptions& opt);
   // Adds a thread (created after start). Replaces a ring left by an exited thread with the same tid.
+  // Emulated: nothing to do (the ring covers every thread).
   ProbeResult attach_thread(pid_t tid);
   // Reads every ring; calls fn for each sample with a data address. Returns samples delivered.
   size_t drain(const AccessFn& fn);
@@ -94,6 +116,11 @@ class PmuSampler {
 
   size_t threads() const;
   RingStats stats() const;  // summed over all rings, including closed ones
+  // Emulated and started: the step clock word the plugin copies into every sample (emulated_pmu.h);
+  // otherwise nullptr.
+  uint64_t* step_clock();
+  // Emulated: what the plugin counted (zeros otherwise).
+  EmulatedPmuCounts emulated_counts() const;
 
  private:
   struct Ring;
@@ -101,6 +128,9 @@ class PmuSampler {
   void close_ring(Ring& r);
 
   PerfOs os_;
+  EmulatedPmuOs emulated_os_;
+  std::unique_ptr<EmulatedPmu> emulated_;  // set while an emulated ring is started
+  EmulatedPmuCounts last_emulated_counts_;  // of the last emulated ring stopped
   mutable std::mutex mu_;
   bool started_ = false;
   PmuSamplerOptions opt_;
@@ -112,13 +142,22 @@ class PmuSampler {
 
 struct SamplerChoice {
   SamplerKind kind = SamplerKind::kNone;
+  PmuSource source = PmuSource::kPerf;  // for kPebs: where its samples come from
   std::string reason;  // why this kind, and why the better ones were ruled out
+};
+
+// Which PMU sources a choice may use (SENTINEL_PMU_SOURCE).
+enum class PmuSourceSetting {
+  kAuto,      // "pebs": perf_event, then the slow-tier plugin; "auto": perf_event only
+  kPerf,      // perf_event only
+  kEmulated,  // the slow-tier plugin only ("pebs" and "auto")
 };
 
 // requested: "auto" (pebs, then ibs, then software), "pebs", "ibs", "software" or "none". A requested
 // PMU sampler that cannot run falls back to software, and the reason says so. An unknown name gives
-// kind none with the reason.
+// kind none with the reason. `sources` says where PEBS samples may come from (above).
 SamplerChoice choose_sampler(const std::string& requested, const PmuSamplerOptions& base,
-                             const PerfOs& os = real_perf_os());
+                             const PerfOs& os = real_perf_os(), PmuSourceSetting sources = PmuSourceSetting::kAuto,
+                             const EmulatedPmuOs& emulated_os = real_emulated_pmu_os());
 
 }  // namespace sentinel

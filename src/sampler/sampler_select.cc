@@ -6,21 +6,25 @@
 namespace sentinel {
 namespace {
 
-// Probes one PMU kind; appends "<kind> unavailable: <reason>" to *why on failure.
-bool try_kind(SamplerKind kind, const PmuSamplerOptions& base, const PerfOs& os, std::string* why) {
+// Probes one PMU kind from one source; appends "<kind> unavailable: <reason>" to *why on failure.
+bool try_kind(SamplerKind kind, PmuSource source, const PmuSamplerOptions& base, const PerfOs& os,
+              const EmulatedPmuOs& emulated_os, std::string* why) {
   PmuSamplerOptions opt = base;
   opt.kind = kind;
-  PmuSampler probe(os);
+  opt.source = source;
+  PmuSampler probe(os, emulated_os);
   const ProbeResult r = probe.probe(opt);
   if (r.ok) return true;
   if (!why->empty()) *why += "; ";
-  *why += std::string(sampler_kind_name(kind)) + " unavailable: " + r.reason;
+  *why += std::string(sampler_kind_name(kind)) +
+          (source == PmuSource::kEmulated ? " from the slow-tier plugin" : "") + " unavailable: " + r.reason;
   return false;
 }
 
 }  // namespace
 
-SamplerChoice choose_sampler(const std::string& requested, const PmuSamplerOptions& base, const PerfOs& os) {
+SamplerChoice choose_sampler(const std::string& requested, const PmuSamplerOptions& base, const PerfOs& os,
+                             PmuSourceSetting sources, const EmulatedPmuOs& emulated_os) {
   SamplerChoice c;
   if (requested == "none") {
     c.kind = SamplerKind::kNone;
@@ -32,16 +36,25 @@ SamplerChoice choose_sampler(const std::string& requested, const PmuSamplerOptio
     c.reason = "software sampler requested";
     return c;
   }
+  const bool perf = sources != PmuSourceSetting::kEmulated;
   std::string why;
+  auto emulated_pebs = [&](const std::string& what) {
+    if (!try_kind(SamplerKind::kPebs, PmuSource::kEmulated, base, os, emulated_os, &why)) return false;
+    c.kind = SamplerKind::kPebs;
+    c.source = PmuSource::kEmulated;
+    c.reason = (why.empty() ? "" : why + "; ") + what + ": samples from the slow-tier QEMU plugin (emulated PEBS)";
+    return true;
+  };
   if (requested == "pebs" || requested == "ibs") {
     const SamplerKind kind = requested == "pebs" ? SamplerKind::kPebs : SamplerKind::kIbs;
-    if (try_kind(kind, base, os, &why)) {
+    if (perf && try_kind(kind, PmuSource::kPerf, base, os, emulated_os, &why)) {
       c.kind = kind;
       c.reason = requested + " requested and available";
-    } else {
-      c.kind = SamplerKind::kSoftware;
-      c.reason = why + "; falling back to the software sampler";
+      return c;
     }
+    if (kind == SamplerKind::kPebs && sources != PmuSourceSetting::kPerf && emulated_pebs("pebs requested")) return c;
+    c.kind = SamplerKind::kSoftware;
+    c.reason = why + "; falling back to the software sampler";
     return c;
   }
   if (requested != "auto" && !requested.empty()) {
@@ -49,12 +62,16 @@ SamplerChoice choose_sampler(const std::string& requested, const PmuSamplerOptio
     c.reason = "unknown sampler \"" + requested + "\" (auto, pebs, ibs, software, none)";
     return c;
   }
-  for (SamplerKind kind : {SamplerKind::kPebs, SamplerKind::kIbs}) {
-    if (try_kind(kind, base, os, &why)) {
-      c.kind = kind;
-      c.reason = why.empty() ? std::string(sampler_kind_name(kind)) + " available"
-                             : why + "; " + sampler_kind_name(kind) + " available";
-      return c;
+  if (sources == PmuSourceSetting::kEmulated) {
+    if (emulated_pebs("SENTINEL_PMU_SOURCE=qemu-slowtier")) return c;
+  } else {
+    for (SamplerKind kind : {SamplerKind::kPebs, SamplerKind::kIbs}) {
+      if (try_kind(kind, PmuSource::kPerf, base, os, emulated_os, &why)) {
+        c.kind = kind;
+        c.reason = why.empty() ? std::string(sampler_kind_name(kind)) + " available"
+                               : why + "; " + sampler_kind_name(kind) + " available";
+        return c;
+      }
     }
   }
   c.kind = SamplerKind::kSoftware;

@@ -39,6 +39,27 @@ TEST(Config, DefaultsWhenNothingIsSet) {
   EXPECT_EQ(c.stack_depth, 16u);
 }
 
+// Period 1 (every miss: the emulated PMU's ground truth) is accepted; the emulated ring follows the
+// period unless SENTINEL_PMU_RING says otherwise.
+TEST(Config, SamplePeriodOneAndTheEmulatedRing) {
+  Config c;
+  std::string error;
+  ASSERT_TRUE(parse({{"SENTINEL_SAMPLE_PERIOD", "1"}}, &c, &error)) << error;
+  EXPECT_EQ(c.sample_period, 1u);
+  EXPECT_EQ(c.pmu_source, PmuSourceChoice::kAuto);
+  EXPECT_EQ(emulated_pmu_ring_bytes(c), 64ull << 20);
+  c.sample_period = 2;
+  EXPECT_EQ(emulated_pmu_ring_bytes(c), 32ull << 20);
+  c.sample_period = 100;
+  EXPECT_EQ(emulated_pmu_ring_bytes(c), 1ull << 20);
+  c.sample_period = 10007;
+  EXPECT_EQ(emulated_pmu_ring_bytes(c), 1ull << 20);
+  Config d;
+  ASSERT_TRUE(parse({{"SENTINEL_SAMPLE_PERIOD", "1"}, {"SENTINEL_PMU_RING", "256M"}}, &d, &error)) << error;
+  EXPECT_EQ(emulated_pmu_ring_bytes(d), 256ull << 20);
+  EXPECT_STREQ(pmu_source_setting_name(PmuSourceChoice::kQemuSlowtier), "qemu-slowtier");
+}
+
 TEST(Config, ReadsEveryVariable) {
   Config c;
   std::string error;
@@ -55,6 +76,8 @@ TEST(Config, ReadsEveryVariable) {
                      {"SENTINEL_PROFILE_STEPS", "4"},
                      {"SENTINEL_PROFILE_OUT", "/tmp/p.json"},
                      {"SENTINEL_SAMPLE_PERIOD", "2000"},
+                     {"SENTINEL_PMU_SOURCE", "qemu-slowtier"},
+                     {"SENTINEL_PMU_RING", "8M"},
                      {"SENTINEL_FAST_BUDGET", "20%"},
                      {"SENTINEL_FAST_NODE", "1"},
                      {"SENTINEL_SLOW_NODE", "0"},
@@ -77,6 +100,8 @@ TEST(Config, ReadsEveryVariable) {
   EXPECT_EQ(c.reserve_bytes, 64ull << 30);
   EXPECT_STREQ(c.trace_path, "/tmp/t");
   EXPECT_EQ(c.sampler, SamplerChoiceSetting::kSoftware);
+  EXPECT_EQ(c.pmu_source, PmuSourceChoice::kQemuSlowtier);
+  EXPECT_EQ(c.pmu_ring_bytes, 8ull << 20);
   EXPECT_EQ(c.warmup_steps, 3u);
   EXPECT_EQ(c.profile_steps, 4u);
   EXPECT_STREQ(c.profile_out, "/tmp/p.json");
@@ -164,7 +189,10 @@ INSTANTIATE_TEST_SUITE_P(
                       BadValue{"SENTINEL_WARMUP_STEPS", "-1", "0 to 100000"},
                       BadValue{"SENTINEL_PROFILE_STEPS", "0", "1 to 100"},
                       BadValue{"SENTINEL_PROFILE_OUT", "", "non-empty file path"},
-                      BadValue{"SENTINEL_SAMPLE_PERIOD", "10", "100 to 100000000"},
+                      BadValue{"SENTINEL_SAMPLE_PERIOD", "0", "1 to 100000000"},
+                      BadValue{"SENTINEL_PMU_SOURCE", "kernel", "auto, perf, qemu-slowtier"},
+                      BadValue{"SENTINEL_PMU_RING", "3M", "a power of two of bytes from 64K to 256M"},
+                      BadValue{"SENTINEL_PMU_RING", "512M", "a power of two of bytes from 64K to 256M"},
                       BadValue{"SENTINEL_DRY_RUN", "yes", "0 or 1"},
                       BadValue{"SENTINEL_MIN_OBJECT", "lots", "4096 to 1G"},
                       BadValue{"SENTINEL_MIN_OBJECT", "100", "4096 to 1G"},

@@ -89,6 +89,39 @@ TEST(ProfileBuilder, PersistentObjectsSpanTheWholeStep) {
   for (uint32_t e = 0; e < 4; ++e) EXPECT_FALSE(find(p, 10 + e)->persistent);
 }
 
+// Write-backs (the emulated PMU's) average like accesses; those of an object already dead, its
+// dirty lines evicted after the free, count in its last phase.
+TEST(ProfileBuilder, WritebacksAverageAndLateOnesCountInTheLastPhase) {
+  Driver d(4, 2);
+  for (uint32_t s = 0; s < 2; ++s) {
+    const uint64_t key = 10 + s;
+    d.alloc(key, 1, 65536, s, 0);  // born at event 0, freed in phase 1
+    d.b.on_access(key, s, 0, 0, 1024, 0);
+    d.alloc(20 + s, 2, 65536, s, 1);
+    d.free(key, 65536, s, 1);
+    d.b.on_access(key, s, 1, 100, 0, 200);
+    d.b.on_access(key, s, 2, 0, 0, 800);  // evicted after the free
+    d.alloc(30 + s, 3, 65536, s, 2);
+    d.alloc(40 + s, 4, 65536, s, 3);
+    d.free(20 + s, 65536, s, 3);
+    d.free(30 + s, 65536, s, 3);
+    d.free(40 + s, 65536, s, 3);
+  }
+  d.b.on_alloc(99, 1, 16, 0, 65536, 2, 0, d.now + kMs, 0);
+  StepProfile p = d.b.build("pebs", 1, "test");
+  p.writebacks_counted = true;
+  std::string error;
+  ASSERT_TRUE(validate_profile(p, &error)) << error;
+  const ObjectProfile* o = find(p, 1);
+  ASSERT_NE(o, nullptr);
+  ASSERT_EQ(o->accesses.size(), 2u);
+  EXPECT_EQ(o->accesses[0].writes, 1024u);
+  EXPECT_EQ(o->accesses[0].writebacks, 0u);
+  EXPECT_EQ(o->accesses[1].phase, 1u);
+  EXPECT_EQ(o->accesses[1].reads, 100u);
+  EXPECT_EQ(o->accesses[1].writebacks, 1000u);  // 200 in its phase + 800 after the free
+}
+
 TEST(ProfileBuilder, LifetimesOfStepLocalObjects) {
   Driver d(6, 1);
   d.alloc(1, 1, 65536, 0, 0);  // dies in phase 4

@@ -99,6 +99,42 @@ TEST(ProfileIo, OutputHasHeaderAndOneLinePerObject) {
   EXPECT_NE(text.find("\n{\"tag\":\"0x000000000000002a\""), std::string::npos);
 }
 
+// Version 2: write-backs, the sampler's source and lost samples; version 1 stays what it was.
+TEST(ProfileIo, VersionTwoCarriesWritebacksSourceAndLostSamples) {
+  StepProfile p = sample_profile();
+  EXPECT_NE(serialize_profile(p).find("\"version\": 1"), std::string::npos);
+  p.sampler = "pebs";
+  p.sampler_source = "qemu-slowtier";
+  p.samples_lost = 3;
+  p.writebacks_counted = true;
+  p.objects[0].accesses[0].writebacks = 11;
+  std::string err;
+  ASSERT_TRUE(validate_profile(p, &err)) << err;
+  const std::string text = serialize_profile(p);
+  EXPECT_NE(text.find("\"version\": 2"), std::string::npos);
+  EXPECT_NE(text.find("\"sampler_source\": \"qemu-slowtier\""), std::string::npos) << text;
+  EXPECT_NE(text.find("[0,5,1,11]"), std::string::npos) << text;
+  EXPECT_NE(text.find("[3,7,0]"), std::string::npos) << text;  // no write-backs: three elements
+  StepProfile q;
+  ASSERT_TRUE(parse_profile(text, &q, &err)) << err;
+  EXPECT_EQ(q.sampler_source, "qemu-slowtier");
+  EXPECT_EQ(q.samples_lost, 3u);
+  EXPECT_TRUE(q.writebacks_counted);
+  EXPECT_EQ(q.objects[0].accesses[0].writebacks, 11u);
+  EXPECT_EQ(q.objects[0].accesses[1].writebacks, 0u);
+  EXPECT_EQ(q.objects[0].total_accesses(), p.objects[0].total_accesses());  // write-backs are not accesses
+  EXPECT_EQ(serialize_profile(q), text);
+
+  StepProfile bad = p;
+  bad.writebacks_counted = false;
+  EXPECT_FALSE(validate_profile(bad, &err));
+  EXPECT_NE(err.find("does not count them"), std::string::npos) << err;
+  bad = p;
+  bad.sampler_source = "oracle";
+  EXPECT_FALSE(validate_profile(bad, &err));
+  EXPECT_NE(err.find("sampler_source"), std::string::npos) << err;
+}
+
 TEST(ProfileIo, EmptyObjectListRoundTrips) {
   StepProfile p;
   p.period = 1;
@@ -164,7 +200,10 @@ TEST(ProfileIo, RejectsMalformedFieldsWithClearErrors) {
   const std::string good = serialize_profile(sample_profile());
   const BadCase cases[] = {
       {"format", "\"sentinel-profile\"", "\"other\"", "format:"},
-      {"version", "\"version\": 1", "\"version\": 2", "version: 2 is not supported"},
+      {"version", "\"version\": 1", "\"version\": 3", "version: 3 is not supported"},
+      {"version 0", "\"version\": 1", "\"version\": 0", "version: 0 is not supported"},
+      {"v2 field in v1", "\"period\": 4", "\"period\": 4, \"samples_lost\": 0", "samples_lost: unknown field in a version-1"},
+      {"writebacks in v1", "[0,5,1]", "[0,5,1,2]", "objects[0].accesses[0]: must be an array [phase, reads, writes]"},
       {"version type", "\"version\": 1", "\"version\": \"1\"", "version: must be a non-negative integer"},
       {"negative", "\"step_time_ns\": 123456789", "\"step_time_ns\": -1", "step_time_ns: must be a non-negative"},
       {"float", "\"step_time_ns\": 123456789", "\"step_time_ns\": 1.5", "step_time_ns: must be a non-negative"},

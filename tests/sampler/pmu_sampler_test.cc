@@ -198,7 +198,9 @@ TEST(PmuSampler, ReadsRealPerfRingsPerThread) {
 
   size_t in_mine = 0, in_theirs = 0, wrong_tid = 0;
   const auto self = static_cast<uint32_t>(syscall(SYS_gettid));
-  s.drain([&](uint64_t addr, uint32_t from, uint64_t, int) {
+  s.drain([&](const PmuAccess& access) {
+    const uint64_t addr = access.addr;
+    const uint32_t from = access.tid;
     if (addr >= reinterpret_cast<uint64_t>(mine) && addr < reinterpret_cast<uint64_t>(mine) + len) {
       ++in_mine;
       wrong_tid += from != self;
@@ -220,6 +222,41 @@ TEST(PmuSampler, ReadsRealPerfRingsPerThread) {
   munmap(theirs, len);
 }
 
+// Sample times are on CLOCK_MONOTONIC (use_clockid), the clock of the runtime's event times, so the
+// profiler can put a sample in the phase of its access (profile/sample_attribution.h).
+TEST(PmuSampler, SampleTimesAreOnTheMonotonicClock) {
+  PmuSamplerOptions opt;
+  opt.has_encoding = true;
+  opt.encoding.type = PERF_TYPE_SOFTWARE;
+  opt.encoding.config = PERF_COUNT_SW_PAGE_FAULTS;
+  opt.sample_period = 1;
+  opt.precise_ip = 0;
+  PmuSampler s;
+  const ProbeResult r = s.start(opt);
+  if (!r.ok) GTEST_SKIP() << "software perf events unavailable: " << r.reason;
+  auto mono = [] {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+  };
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t len = 16 * page;
+  char* mem = static_cast<char*>(mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  const uint64_t before = mono();
+  for (size_t i = 0; i < len; i += page) mem[i] = 1;
+  const uint64_t after = mono();
+  size_t in_window = 0, seen = 0;
+  s.drain([&](const PmuAccess& a) {
+    if (a.addr < reinterpret_cast<uint64_t>(mem) || a.addr >= reinterpret_cast<uint64_t>(mem) + len) return;
+    ++seen;
+    in_window += a.monotonic_ns >= before && a.monotonic_ns <= after;
+  });
+  EXPECT_EQ(seen, 16u);
+  EXPECT_EQ(in_window, seen);
+  s.stop();
+  munmap(mem, len);
+}
+
 TEST(PmuSampler, HardwarePebsOrIbsWhenPresent) {
   for (SamplerKind kind : {SamplerKind::kPebs, SamplerKind::kIbs}) {
     PmuSamplerOptions opt;
@@ -236,7 +273,7 @@ TEST(PmuSampler, HardwarePebsOrIbsWhenPresent) {
     for (int rep = 0; rep < 4; ++rep) {
       for (size_t i = 0; i < buf.size(); i += 4096 + 64) sum += buf[i];
     }
-    size_t n = s.drain([](uint64_t, uint32_t, uint64_t, int) {});
+    size_t n = s.drain([](const PmuAccess&) {});
     EXPECT_GT(n + s.stats().lost, 0u) << sum;
     s.stop();
     return;

@@ -41,6 +41,25 @@ TEST(CacheModel, DirtyVictimIsWrittenBackOnce) {
   EXPECT_FALSE(c.access(4096, false).wrote_back);
 }
 
+// The emulated PMU attributes a write-back to the object of the store that dirtied the line.
+TEST(CacheModel, AWriteBackCarriesTheVirtualAddressOfTheLastStore) {
+  CacheModel c(2 * 64, 64, 2, /*track_vaddrs=*/true);  // one set, two ways
+  c.access(0, true, 0x7000);     // line 0 dirtied through 0x7000
+  c.access(64, false, 0x9040);   // line 1 clean
+  c.access(0, true, 0x7008);     // line 0 again: the latest store's address is kept, and line 0 is most recent
+  c.access(0, false, 0x1234);    // a load does not change it
+  CacheAccessResult r = c.access(128, false, 0xa080);  // evicts line 1 (clean)
+  EXPECT_FALSE(r.wrote_back);
+  r = c.access(192, false, 0xb0c0);  // evicts line 0 (dirty)
+  EXPECT_TRUE(r.wrote_back);
+  EXPECT_EQ(r.written_back_line, 0u);
+  EXPECT_EQ(r.written_back_vaddr, 0x7008u);
+  CacheModel untracked(2 * 64, 64, 2);
+  untracked.access(0, true, 0x7000);
+  untracked.access(64, false, 0);
+  EXPECT_EQ(untracked.access(128, false, 0).written_back_vaddr, 0u);
+}
+
 TEST(CacheModel, StreamLargerThanCacheMissesEveryLine) {
   CacheModel c(64 * 1024, 64, 8);
   int misses = 0;

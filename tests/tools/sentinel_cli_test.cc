@@ -21,7 +21,7 @@ int run(const std::vector<std::string>& args, std::string* out, std::string* err
 TEST(SentinelCli, HelpListsEveryCommandAndVersionPrintsIt) {
   std::string out, err;
   EXPECT_EQ(run({"--help"}, &out, &err), 0);
-  for (const char* c : {"run", "profile", "topology", "replay", "report"}) EXPECT_NE(out.find(c), std::string::npos) << c;
+  for (const char* c : {"run", "profile", "profile-diff", "topology", "replay", "report"}) EXPECT_NE(out.find(c), std::string::npos) << c;
   EXPECT_EQ(run({"help"}, &out, &err), 0);
   EXPECT_NE(out.find("report"), std::string::npos);
   EXPECT_EQ(run({"--version"}, &out, &err), 0);

@@ -4,15 +4,16 @@
 
 namespace sentinel::slowtier {
 
-CacheModel::CacheModel(uint64_t capacity_bytes, uint32_t line_bytes, uint32_t ways)
+CacheModel::CacheModel(uint64_t capacity_bytes, uint32_t line_bytes, uint32_t ways, bool track_vaddrs)
     : line_shift_(static_cast<uint32_t>(std::countr_zero(line_bytes))), ways_(ways) {
   uint64_t sets = capacity_bytes / (uint64_t{line_bytes} * ways);
   sets = sets == 0 ? 1 : std::bit_floor(sets);
   set_mask_ = sets - 1;
   entries_.assign(sets * ways_, kEmpty);
+  if (track_vaddrs) vaddrs_.assign(sets * ways_, 0);
 }
 
-CacheAccessResult CacheModel::access(uint64_t addr, bool is_store) {
+CacheAccessResult CacheModel::access(uint64_t addr, bool is_store, uint64_t vaddr) {
   const uint64_t line = addr >> line_shift_;
   uint64_t* set = &entries_[(line & set_mask_) * ways_];
   CacheAccessResult result;
@@ -36,6 +37,13 @@ CacheAccessResult CacheModel::access(uint64_t addr, bool is_store) {
   // Move to front: shift the more recently used ways down by one.
   for (uint32_t w = way; w > 0; --w) set[w] = set[w - 1];
   set[0] = entry;
+  if (!vaddrs_.empty()) {
+    uint64_t* va = &vaddrs_[(line & set_mask_) * ways_];
+    if (result.wrote_back) result.written_back_vaddr = va[way];
+    const uint64_t kept = result.hit ? va[way] : 0;
+    for (uint32_t w = way; w > 0; --w) va[w] = va[w - 1];
+    va[0] = is_store ? vaddr : kept;
+  }
   return result;
 }
 

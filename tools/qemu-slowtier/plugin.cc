@@ -3,8 +3,9 @@
 // through a cache model (cache_model.h), attributes each miss and write-back to node 0 or node 1
 // (node_map.h) and advances a virtual clock from those counts and the tier model's latency and
 // bandwidth (virtual_clock.h). A guest program reads everything synchronously through a mailbox
-// page (mailbox.h); at exit the totals go to a JSON file. Model and limits:
-// docs/slow-tier-emulator.md.
+// page (mailbox.h); at exit the totals go to a JSON file. It is also a PMU for guest processes that
+// register a sample ring (pmu_registry.h): misses and write-backs in their address ranges become
+// perf sample records. Model and limits: docs/slow-tier-emulator.md.
 //
 // Threads: with MTTCG every vCPU runs on its own host thread and only that thread calls the
 // callbacks for its vCPU index, so a vCPU's cache model and clock need no lock. Counters that other
@@ -28,6 +29,7 @@
 #include "mailbox.h"
 #include "node_map.h"
 #include "plugin_config.h"
+#include "pmu_registry.h"
 #include "qemu_plugin_api.h"
 #include "stream_detector.h"
 #include "translation_info.h"
@@ -53,7 +55,7 @@ inline uint64_t get(const Counter& c) { return c.load(std::memory_order_relaxed)
 
 struct alignas(64) VcpuState {
   VcpuState(const PluginConfig& c, const ClockParams& p)
-      : cache(c.cache_bytes, 64, c.cache_ways), streams(c.stream), clock(p) {}
+      : cache(c.cache_bytes, 64, c.cache_ways, /*track_vaddrs=*/true), streams(c.stream), clock(p) {}
   CacheModel cache;
   StreamDetector streams;
   VirtualClock clock;
@@ -81,6 +83,7 @@ struct State {
   NodeMap map{0, 0, 0};
   std::vector<std::unique_ptr<VcpuState>> vcpus;
   BackingFile backing[2];
+  std::unique_ptr<PmuRegistry> pmu;  // the emulated PMU's registrations
   Counter mailbox_reads[2] = {0, 0};   // answered, per node of the mailbox page (layout verified)
   Counter mailbox_layout_failures{0};  // cookie not where the layout says: layout assumption wrong
   std::atomic<bool> warned_layout{false};
@@ -188,6 +191,17 @@ void answer_mailbox(unsigned vcpu_index, VcpuState& v, uint64_t ram_addr) {
   bump(s.mailbox_reads[static_cast<int>(node)]);
 }
 
+// A marked store that may be an emulated PMU request (pmu_registry.h); false when it is not one.
+bool pmu_request(uint64_t vaddr, uint64_t ram_addr) {
+  State& s = *g_state;
+  const Node node = s.map.node_of(ram_addr);
+  if (node == Node::kOther) return false;
+  const BackingFile& file = s.backing[static_cast<int>(node)];
+  const uint64_t page = s.map.backend_offset(ram_addr) & ~(kMailboxPageBytes - 1);
+  if (file.base == nullptr || page + kMailboxPageBytes > file.bytes) return false;
+  return s.pmu->on_marked_store(vaddr, file.base + page);
+}
+
 void on_mem(unsigned vcpu_index, qemu_plugin_meminfo_t info, uint64_t vaddr, void* udata) {
   VcpuState* v = vcpu_state(vcpu_index);
   if (v == nullptr) return;
@@ -200,8 +214,9 @@ void on_mem(unsigned vcpu_index, qemu_plugin_meminfo_t info, uint64_t vaddr, voi
   if (node == Node::kOther) {
     bump(v->other_ram);
   } else {
-    CacheAccessResult r = v->cache.access(ram_addr, is_store);
+    CacheAccessResult r = v->cache.access(ram_addr, is_store, vaddr);
     const int n = static_cast<int>(node);
+    PmuRegistry& pmu = *g_state->pmu;
     if (!r.hit) {
       bump(is_store ? v->write_misses[n] : v->read_misses[n]);
       if (a.kernel) bump(v->kernel_misses[n]);
@@ -213,16 +228,24 @@ void on_mem(unsigned vcpu_index, qemu_plugin_meminfo_t info, uint64_t vaddr, voi
         v->clock.add_miss(n, streamed);
       }
       if (n == 1) v->owed_delay_ns += g_state->config.delay_ns;
+      if (pmu.active()) {
+        pmu.on_event(vcpu_index, vaddr, is_store ? emulated_pmu::EventKind::kStoreMiss : emulated_pmu::EventKind::kLoadMiss,
+                     n, static_cast<uint64_t>(v->clock.now_ns()));
+      }
     }
     if (r.wrote_back) {
       Node victim = g_state->map.node_of(r.written_back_line << v->cache.line_shift());
       if (victim != Node::kOther) {
         bump(v->writebacks[static_cast<int>(victim)]);
         v->clock.add_writeback(static_cast<int>(victim));
+        if (pmu.active()) {
+          pmu.on_event(vcpu_index, r.written_back_vaddr, emulated_pmu::EventKind::kWriteback,
+                       static_cast<int>(victim), static_cast<uint64_t>(v->clock.now_ns()));
+        }
       }
     }
   }
-  if (a.mailbox_store && is_store) answer_mailbox(vcpu_index, *v, ram_addr);
+  if (a.mailbox_store && is_store && !pmu_request(vaddr, ram_addr)) answer_mailbox(vcpu_index, *v, ram_addr);
 }
 
 bool is_marker(const qemu_plugin_insn* insn) {
@@ -299,6 +322,11 @@ void write_stats(qemu_plugin_id_t, void*) {
   std::fprintf(f, "  \"mailbox_reads_node0\": %llu, \"mailbox_reads_node1\": %llu, "
                "\"mailbox_layout_failures\": %llu,\n",
                u(get(s.mailbox_reads[0])), u(get(s.mailbox_reads[1])), u(get(s.mailbox_layout_failures)));
+  const PmuTotals pmu = s.pmu->totals();
+  std::fprintf(f, "  \"pmu_registrations\": %llu, \"pmu_requests\": %llu, \"pmu_samples\": %llu, "
+               "\"pmu_samples_dropped\": %llu, \"pmu_published_bytes\": %llu, \"pmu_missing_pages\": %llu,\n",
+               u(pmu.registrations), u(pmu.requests), u(pmu.samples), u(pmu.dropped), u(pmu.published_bytes),
+               u(pmu.missing_pages));
   std::fprintf(f, "  \"vcpus\": [");
   for (size_t i = 0; i < s.vcpus.size(); ++i) {
     const VcpuState& v = *s.vcpus[i];
@@ -350,6 +378,7 @@ int install(qemu_plugin_id_t id, const qemu_info_t* info, int argc, char** argv)
       !map_backing(c.node1_file, c.node1_bytes, &state->backing[1], &err)) {
     return fail(err);
   }
+  state->pmu = std::make_unique<PmuRegistry>(c.tier.fast.latency_ns, c.tier.slow.latency_ns);
   int n = std::max(info->system.max_vcpus, info->system.smp_vcpus);
   for (int i = 0; i < std::max(n, 1); ++i) {
     state->vcpus.push_back(std::make_unique<VcpuState>(c, state->clock));

@@ -21,6 +21,7 @@ void add_profile_command(CLI::App& app, int* rc);
 void add_topology_command(CLI::App& app, int* rc);
 void add_replay_command(CLI::App& app, int* rc);
 void add_report_command(CLI::App& app, int* rc);
+void add_profile_diff_command(CLI::App& app, int* rc);
 
 // What `sentinel run` and `sentinel profile` take: SENTINEL_* variables from their options (in the order
 // given), the library, --quiet, and the program with its arguments.

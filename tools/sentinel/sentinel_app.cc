@@ -17,6 +17,7 @@ int sentinel_main(int argc, char** argv) {
   int rc = 0;
   add_run_command(app, &rc);
   add_profile_command(app, &rc);
+  add_profile_diff_command(app, &rc);
 #ifdef SENTINEL_HAVE_TOPO
   add_topology_command(app, &rc);
 #endif

@@ -95,8 +95,11 @@ bool print_stats_summary(const std::string& path, std::string* error) {
     }
   }
   if (j.value(key::kMode, "") == "profile" || j.value(key::kMode, "") == "managed") {
-    std::fprintf(stderr, "  sampler                   %s, %llu samples, profile %s\n", j.value(key::kSampler, "?").c_str(),
-                 static_cast<unsigned long long>(u(key::kSamples)), j.value(key::kProfileState, "?").c_str());
+    const auto source = j.find(key::kSamplerSource);
+    const std::string from = source != j.end() && source->is_string() ? " from " + source->get<std::string>() : "";
+    std::fprintf(stderr, "  sampler                   %s%s, %llu samples (%llu lost), profile %s\n",
+                 j.value(key::kSampler, "?").c_str(), from.c_str(), static_cast<unsigned long long>(u(key::kSamples)),
+                 static_cast<unsigned long long>(u(key::kSamplesLost)), j.value(key::kProfileState, "?").c_str());
   }
   std::fprintf(stderr, "  statistics file           %s\n", path.c_str());
   return true;

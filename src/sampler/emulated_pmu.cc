@@ -1,0 +1,233 @@
+#include "sampler/emulated_pmu.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+
+#include "os/os.h"
+
+namespace sentinel {
+namespace {
+
+using namespace emulated_pmu;
+
+// The marker (a 9-byte NOP whose displacement spells "SNTL", tools/qemu-slowtier/mailbox.h) and the
+// store must be adjacent instructions in one translation block: one asm statement keeps them
+// adjacent, and a function of its own aligned to 64 bytes keeps them at the start of a block (a call
+// ends the caller's block) and off any page boundary, where TCG would end the block between them.
+// The same function as libsentinel_slowtier's (guest/slowtier_client.cc); libsentinel.so cannot
+// depend on that library, so it has its own copy, checked against the marker by a test.
+__attribute__((noinline, aligned(64))) void marked_store(volatile uint64_t* slot, uint64_t value) {
+  asm volatile(
+      ".byte 0x66, 0x0f, 0x1f, 0x84, 0x00, 0x53, 0x4e, 0x54, 0x4c\n\t"
+      "movq %1, (%0)"
+      :
+      : "r"(slot), "r"(value)
+      : "memory");
+}
+
+std::atomic<uint64_t> g_seq{0};
+
+// A request number no earlier request of any process used: a stale answer never matches.
+uint64_t fresh_seq() {
+  return (static_cast<uint64_t>(getpid()) << 40) ^ (g_seq.fetch_add(1, std::memory_order_relaxed) + 1);
+}
+
+EmulatedPmuControl* control_of(unsigned char* first_page) {
+  return reinterpret_cast<EmulatedPmuControl*>(first_page + kControlOffset);
+}
+
+ProbeResult failure(int err, std::string reason) {
+  ProbeResult r;
+  r.err = err;
+  r.reason = std::move(reason);
+  return r;
+}
+
+constexpr const char* kNoPlugin =
+    "no slow-tier plugin answered (not in the two-node guest with SENTINEL_GUEST_SLOW_TIER set)";
+
+// One request on a control page: fills op, stores a fresh number with the marker before it, and
+// checks the answer. A store that faults is executed again without its marker, so it tries again.
+bool ask(const EmulatedPmuOs& os, unsigned char* first_page, uint32_t op) {
+  EmulatedPmuControl* ctl = control_of(first_page);
+  ctl->op = op;
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    const uint64_t seq = fresh_seq();
+    __atomic_store_n(&ctl->response_seq, 0, __ATOMIC_RELAXED);
+    os.marked_store(&ctl->request_seq, seq);
+    if (__atomic_load_n(&ctl->response_seq, __ATOMIC_ACQUIRE) == seq) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+EmulatedPmuOs real_emulated_pmu_os() {
+  EmulatedPmuOs os;
+  os.marked_store = marked_store;
+  return os;
+}
+
+const void* real_marked_store_code() { return reinterpret_cast<const void*>(&marked_store); }
+
+EmulatedPmu::EmulatedPmu(EmulatedPmuOs os) : os_(std::move(os)) {}
+EmulatedPmu::~EmulatedPmu() { stop(); }
+
+ProbeResult EmulatedPmu::probe() {
+  void* p = os::mmap(nullptr, kPageBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  if (p == MAP_FAILED) return failure(errno, std::string("mmap: ") + std::strerror(errno));
+  auto* page = static_cast<unsigned char*>(p);
+  std::memset(page, 0, kPageBytes);
+  std::memcpy(control_of(page)->cookie, kControlCookie, sizeof kControlCookie);
+  control_of(page)->abi = kAbi;
+  const bool answered = ask(os_, page, kProbe);
+  const uint32_t abi = control_of(page)->abi;
+  os::munmap(p, kPageBytes);
+  if (!answered) return failure(ENODEV, kNoPlugin);
+  if (abi != kAbi) {
+    return failure(EPROTO, "the slow-tier plugin speaks emulated-PMU ABI " + std::to_string(abi) + ", not " +
+                               std::to_string(kAbi));
+  }
+  return ProbeResult{true, 0, "the slow-tier plugin answers"};
+}
+
+bool EmulatedPmu::request(uint32_t op) {
+  if (!ask(os_, map_, op)) return false;
+  const EmulatedPmuControl* ctl = control_of(map_);
+  counts_.events_in_ranges = ctl->events_in_ranges;
+  counts_.samples_queued = ctl->samples_queued;
+  counts_.samples_dropped = ctl->samples_dropped;
+  counts_.stale_clock = ctl->stale_clock;
+  return true;
+}
+
+ProbeResult EmulatedPmu::start(const EmulatedPmuOptions& opt) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (map_ != nullptr) return failure(EBUSY, "emulated PMU already started");
+  const uint64_t pages = opt.ring_bytes / kPageBytes;
+  if (opt.ring_bytes % kPageBytes != 0 || pages == 0 || pages > kMaxDataPages || (pages & (pages - 1)) != 0) {
+    return failure(EINVAL, "the ring must be a power of two of 4 KiB pages, at most 256 MiB");
+  }
+  if (opt.ranges.empty() || opt.ranges.size() > kMaxRanges) {
+    return failure(EINVAL, "between 1 and " + std::to_string(kMaxRanges) + " address ranges");
+  }
+  if (opt.sample_period == 0) return failure(EINVAL, "sample period 0");
+  const size_t len = kPageBytes + opt.ring_bytes;
+  void* p = os::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return failure(errno, std::string("mmap of the sample ring: ") + std::strerror(errno));
+  // Not inherited, so a forked child cannot write into it; small pages, so khugepaged never moves
+  // them. The data pages are faulted in one by one as publishing reaches them (populating 64 MiB up
+  // front costs seconds of emulated time, and publishing learns every page anew anyway); the first
+  // page, whose step-clock word the plugin reads at every sample, is locked where it is.
+  os::madvise(p, len, MADV_DONTFORK);
+  os::madvise(p, len, MADV_NOHUGEPAGE);
+  map_ = static_cast<unsigned char*>(p);
+  (void)::mlock(map_, kPageBytes);  // RLIMIT_MEMLOCK may refuse: the plugin checks the page's cookie
+  map_len_ = len;
+  std::memset(map_, 0, kPageBytes);
+  EmulatedPmuControl* ctl = control_of(map_);
+  std::memcpy(ctl->cookie, kControlCookie, sizeof kControlCookie);
+  ctl->abi = kAbi;
+  ctl->data_pages = static_cast<uint32_t>(pages);
+  ctl->sample_type = opt.sample_type;
+  ctl->sample_period = opt.sample_period;
+  ctl->n_ranges = static_cast<uint32_t>(opt.ranges.size());
+  for (size_t i = 0; i < opt.ranges.size(); ++i) ctl->ranges[i] = opt.ranges[i];
+  ProbeResult r;
+  if (!request(kRegister)) {
+    r = failure(ENODEV, kNoPlugin);
+  } else if (ctl->status != kOk) {
+    r = failure(EINVAL, "the slow-tier plugin refused the ring (status " + std::to_string(ctl->status) + ")");
+  } else if (!reader_.init(reinterpret_cast<perf_event_mmap_page*>(map_), map_ + kPageBytes, opt.ring_bytes,
+                           opt.sample_type)) {
+    r = failure(EINVAL, "the ring's sample_type cannot be decoded");
+  } else {
+    token_ = ctl->token;
+    ring_bytes_ = opt.ring_bytes;
+    sample_type_ = opt.sample_type;
+    counts_.publish_retries = 0;
+    return ProbeResult{true, 0, "qemu-slowtier ring of " + std::to_string(opt.ring_bytes >> 10) + " KiB, period " +
+                                    std::to_string(opt.sample_period)};
+  }
+  if (ctl->status == kOk && r.err == EINVAL) request(kUnregister);
+  os::munmap(map_, map_len_);
+  map_ = nullptr;
+  map_len_ = 0;
+  return r;
+}
+
+bool EmulatedPmu::publish_pending() {
+  EmulatedPmuControl* ctl = control_of(map_);
+  ctl->token = token_;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    if (!request(kPrepare) || ctl->status != kOk) return false;
+    const uint64_t head = ctl->publish_head, bytes = ctl->publish_bytes;
+    if (bytes == 0) return true;
+    if (bytes > ring_bytes_ || head % 8 != 0) return false;
+    unsigned char* data = map_ + kPageBytes;
+    // One mark per page the records will cover, at its first byte the publish writes (before that,
+    // in head's page, lie records already read; after it, nothing anyone reads).
+    for (uint64_t off = head; off < head + bytes; off = (off / kPageBytes + 1) * kPageBytes) {
+      auto* slot = reinterpret_cast<volatile uint64_t*>(data + off % ring_bytes_);
+      *slot = 0;  // faults the page in first: a marked store that faults is executed again without its marker
+      os_.marked_store(slot, token_);
+    }
+    if (!request(kPublish)) return false;
+    if (ctl->status == kOk) return true;
+    if (ctl->status != kMissingPages) return false;
+    ++counts_.publish_retries;
+  }
+  return false;
+}
+
+size_t EmulatedPmu::drain(const RingReader::SampleFn& fn) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (map_ == nullptr) return 0;
+  publish_pending();
+  return reader_.drain(fn);
+}
+
+void EmulatedPmu::stop() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (map_ == nullptr) return;
+  closed_stats_ += reader_.stats();
+  control_of(map_)->token = token_;
+  request(kUnregister);
+  os::munmap(map_, map_len_);
+  map_ = nullptr;
+  map_len_ = 0;
+  token_ = 0;
+}
+
+bool EmulatedPmu::started() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return map_ != nullptr;
+}
+
+uint64_t EmulatedPmu::sample_type() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return sample_type_;
+}
+
+uint64_t* EmulatedPmu::step_clock() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return map_ == nullptr ? nullptr : &control_of(map_)->step_clock;
+}
+
+RingStats EmulatedPmu::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  RingStats t = closed_stats_;
+  if (map_ != nullptr) t += reader_.stats();
+  return t;
+}
+
+EmulatedPmuCounts EmulatedPmu::counts() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return counts_;
+}
+
+}  // namespace sentinel

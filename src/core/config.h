@@ -25,6 +25,9 @@ enum class Mode : uint8_t {
 };
 
 enum class SamplerChoiceSetting : uint8_t { kAuto, kPebs, kIbs, kSoftware, kNone };
+// SENTINEL_CLOCK: what Sentinel measures the program with (os/measure_clock.h). auto: the slow-tier
+// emulator's virtual clock inside the two-node guest (SENTINEL_IN_GUEST) when its plugin answers.
+enum class ClockSetting : uint8_t { kAuto, kMonotonic, kEmulator };
 
 enum class LogLevel : uint8_t { kTrace, kDebug, kInfo, kWarn, kError, kOff };
 
@@ -47,6 +50,7 @@ struct Config {
   char sysfs_root[kPathMax] = "/sys";     // SENTINEL_SYSFS_ROOT (tests fake a topology with it)
   // Profiling (SENTINEL_MODE=profile, and managed mode before it has a plan).
   SamplerChoiceSetting sampler = SamplerChoiceSetting::kAuto;  // SENTINEL_SAMPLER
+  ClockSetting clock = ClockSetting::kAuto;                     // SENTINEL_CLOCK
   uint32_t warmup_steps = 1;              // SENTINEL_WARMUP_STEPS: steps skipped before profiling
   uint32_t profile_steps = 2;             // SENTINEL_PROFILE_STEPS: steps profiled
   char profile_out[kPathMax] = "sentinel-profile.json";  // SENTINEL_PROFILE_OUT

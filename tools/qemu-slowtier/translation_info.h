@@ -22,6 +22,7 @@ inline bool is_kernel_address(uint64_t vaddr) { return (vaddr >> 63) != 0; }
 // instruction (lods, cmps and scas compare or load and get no fast-string treatment).
 uint32_t rep_string_element_bytes(const uint8_t* code, size_t size);
 
+
 struct BlockInfo {
   uint32_t instructions = 0;          // < 2^16 (a TCG block holds at most 512)
   bool kernel = false;

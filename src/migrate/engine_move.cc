@@ -146,7 +146,7 @@ void Engine::execute(uint32_t i) {
   size_t done_pages = 0;  // pages of the extent processed so far
   bool nomem = false;
   // Before anything moves: split huge pages that straddle the extent, note where the neighbours are.
-  const size_t nfringe = fringe_snapshot(start, end);
+  const size_t nfringe = s.neighbours == Neighbours::kShareNoLargeFolio ? 0 : fringe_snapshot(start, end);
   for (size_t off = 0; off < npages;) {
     if (s.cancel_requested.load(std::memory_order_relaxed)) {
       r.cancel_requested = true;

@@ -21,6 +21,7 @@
 #include "core/env.h"
 #include "core/process_identity.h"
 #include "os/dry_run.h"
+#include "os/measure_clock.h"
 #include "os/resident.h"
 #include "plan/tier_model.h"
 #include "topo/topology.h"
@@ -242,6 +243,19 @@ bool configure_placement(bool* tiered) {
   return true;
 }
 
+// os/measure_clock.h: the emulator's virtual clock where asked, or (auto) inside the two-node guest
+// when the slow-tier plugin answers. Before any thread measures: the service thread starts later.
+void choose_measure_clock(ClockSetting setting) {
+  if (setting == ClockSetting::kMonotonic) return;
+  const char* in_guest = env_get("SENTINEL_IN_GUEST");
+  if (setting == ClockSetting::kAuto && (in_guest == nullptr || in_guest[0] != '1')) return;
+  if (os::use_emulator_clock()) {
+    log_write(LogLevel::kInfo, "clock: the slow-tier emulator's virtual clock (SENTINEL_CLOCK)");
+  } else if (setting == ClockSetting::kEmulator) {
+    log_write(LogLevel::kWarn, "SENTINEL_CLOCK=emulator: no slow-tier plugin answered; measuring with CLOCK_MONOTONIC");
+  }
+}
+
 }  // namespace
 
 void initialise() noexcept {
@@ -284,6 +298,7 @@ void initialise() noexcept {
     g_state.phase.store(Phase::kPassthrough, std::memory_order_release);
     return;
   }
+  choose_measure_clock(config.clock);
   fault_injection_start();  // test builds only (fault_hook.h)
   if (!g_state.heap.init(config.reserve_bytes)) {
     log_write(LogLevel::kError, "cannot reserve address space for objects; running as pass-through");

@@ -12,6 +12,7 @@
 #include "core/bounded_ring.h"
 #include "core/output_file.h"
 #include "logging.h"
+#include "os/measure_clock.h"
 #include "os/os.h"
 #include "os/resident.h"
 #include "manage/birth_table.h"
@@ -619,7 +620,7 @@ bool manager_lets_quiet_events_wait() noexcept {
 
 void manager_on_move_finished(uint32_t slot, uint32_t generation, uint8_t to_pool, bool moved) noexcept {
   if (!g_manager_live.load(std::memory_order_acquire)) return;
-  g_completions.push(Completion{slot, generation, to_pool, moved, now_ns()});
+  g_completions.push(Completion{slot, generation, to_pool, moved, os::measure_ns()});  // the events' clock
   wake_service();
 }
 

@@ -102,7 +102,8 @@ migrate::Ticket migration_move_slot(uint32_t slot, uint32_t generation, uint8_t 
   }
   r.move_to_pool = to;
   const migrate::Ticket t =
-      engine->enqueue(slot, r.generation, reinterpret_cast<void*>(r.start), r.extent_bytes, node, priority);
+      engine->enqueue(slot, r.generation, reinterpret_cast<void*>(r.start), r.extent_bytes, node, priority,
+                      migrate::Neighbours::kShareNoLargeFolio);  // the heap's layout (object_heap.h)
   if (!t.valid()) {
     g_state.placer.end_move(r.pool, to, r.extent_bytes, false);
     r.move_flags.store(0, std::memory_order_release);

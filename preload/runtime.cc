@@ -8,6 +8,7 @@
 #include "core/hash.h"
 #include "core/text_buf.h"
 #include "migrate/futex.h"
+#include "os/measure_clock.h"
 #include "migration.h"
 #include "profiler.h"
 #include "real_malloc.h"
@@ -170,7 +171,7 @@ __attribute__((noinline)) void* alloc_object(size_t size, size_t align, bool* ze
   State& s = g_state;
   const uint64_t site = s.sites.capture(s.config.stack_depth, kOwnFrames);
   const ClockReading c = read_clock(s, site, size);
-  const uint64_t birth_ns = now_ns();
+  const uint64_t birth_ns = os::measure_ns();  // the step clock's time (os/measure_clock.h)
   const uint64_t live_bytes = s.counters.live_bytes.load(std::memory_order_relaxed);
 
   bool fresh_zero = false;
@@ -256,7 +257,7 @@ void free_object(void* p) noexcept {
     SpinGuard clock(s.clock_lock);
     s.events.push(ObjectEvent{ObjectEventKind::kFree, r.pool, slot, r.generation, r.occurrence,
                               s.detector.event_in_step(), s.detector.period(), s.detector.step_index(),
-                              s.detector.relocks(), r.tag, r.site, size, r.extent_bytes, now_ns(), live_after,
+                              s.detector.relocks(), r.tag, r.site, size, r.extent_bytes, os::measure_ns(), live_after,
                               s.clock_ticks});
   }
   // No sampled window may stay protected once the extent can be handed to another object.

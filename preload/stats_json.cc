@@ -12,6 +12,7 @@
 #include "migration.h"
 #include "os/dry_run.h"
 #include "profiler.h"
+#include "os/measure_clock.h"
 #include "runtime_state.h"
 
 namespace sentinel::rt {
@@ -28,6 +29,7 @@ void add_run(Json& j, const State& s) {
   j[key::kRank] = s.rank < 0 ? Json(nullptr) : Json(s.rank);
   j[key::kForkedChildren] = c.forked_children.load();
   j[key::kRuntimeSeconds] = static_cast<double>(now_ns() - s.start_ns) / 1e9;
+  j[key::kMeasureClock] = os::measure_clock_name(os::measure_clock());
   j[key::kMinObjectBytes] = s.config.min_object;
   j[key::kStepsDetected] = d.complete_steps();
   j[key::kLastStepIndex] = d.step_index();

@@ -35,6 +35,14 @@ constexpr NamedPmuSource kPmuSources[] = {{"auto", PmuSourceChoice::kAuto},
                                           {"perf", PmuSourceChoice::kPerf},
                                           {"qemu-slowtier", PmuSourceChoice::kQemuSlowtier}};
 
+struct NamedClock {
+  const char* name;
+  ClockSetting setting;
+};
+constexpr NamedClock kClocks[] = {{"auto", ClockSetting::kAuto},
+                                  {"monotonic", ClockSetting::kMonotonic},
+                                  {"emulator", ClockSetting::kEmulator}};
+
 struct NamedLevel {
   const char* name;
   LogLevel level;
@@ -193,6 +201,11 @@ constexpr Entry kEntries[] = {
      [](Parser& p, Config& c) {
        p.choice(kSamplers, &c.sampler, [](const NamedSampler& e) { return e.setting; });
      }},
+    {{"SENTINEL_CLOCK", "auto, monotonic, emulator", "auto",
+      "what phase times, migrations and completions are measured with: CLOCK_MONOTONIC, or the slow-tier "
+      "emulator's virtual clock (auto: the emulator's inside the two-node guest when its plugin answers)",
+      nullptr},
+     [](Parser& p, Config& c) { p.choice(kClocks, &c.clock, [](const NamedClock& e) { return e.setting; }); }},
     {{"SENTINEL_WARMUP_STEPS", "an integer from 0 to 100000", "1", "steps skipped before profiling", nullptr},
      [](Parser& p, Config& c) { p.number(false, 0, 100000, &c.warmup_steps); }},
     {{"SENTINEL_PROFILE_STEPS", "an integer from 1 to 100", "2", "steps profiled", nullptr},

@@ -25,6 +25,9 @@ enum class Mode : uint8_t {
 };
 
 enum class SamplerChoiceSetting : uint8_t { kAuto, kPebs, kIbs, kSoftware, kNone };
+// SENTINEL_CLOCK: what Sentinel measures the program with (os/measure_clock.h). auto: the slow-tier
+// emulator's virtual clock inside the two-node guest (SENTINEL_IN_GUEST) when its plugin answers.
+enum class ClockSetting : uint8_t { kAuto, kMonotonic, kEmulator };
 
 // Where PMU samples may come from (SENTINEL_PMU_SOURCE): auto = perf_event_open, and for
 // SENTINEL_SAMPLER=pebs the slow-tier QEMU plugin where perf_event_open fails; perf = only
@@ -53,6 +56,7 @@ struct Config {
   bool dry_run = false;                   // SENTINEL_DRY_RUN: simulate the slow node, book placement (os/dry_run.h)
   // Profiling (SENTINEL_MODE=profile, and managed mode before it has a plan).
   SamplerChoiceSetting sampler = SamplerChoiceSetting::kAuto;  // SENTINEL_SAMPLER
+  ClockSetting clock = ClockSetting::kAuto;                     // SENTINEL_CLOCK
   uint32_t warmup_steps = 1;              // SENTINEL_WARMUP_STEPS: steps skipped before profiling
   uint32_t profile_steps = 2;             // SENTINEL_PROFILE_STEPS: steps profiled
   char profile_out[kPathMax] = "sentinel-profile.json";  // SENTINEL_PROFILE_OUT

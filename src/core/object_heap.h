@@ -1,9 +1,11 @@
 // The object heap: one reserved range of address space in which every object gets its own extent.
 //
-// Layout: extents smaller than 2 MiB are carved upward from the start of the range, page-aligned; larger
-// extents are carved downward from the end, 2 MiB-aligned and marked MADV_HUGEPAGE so transparent huge
-// pages can back them. No two extents share a page, so placing an extent's pages places exactly one
-// object. Extents are never split or merged: a freed extent goes to a per-(size class, pool) cache and
+// Layout: extents smaller than 2 MiB are carved upward from the start of the range, page-aligned, in
+// memory marked MADV_NOHUGEPAGE; larger extents are carved downward from the end, 2 MiB-aligned and
+// marked MADV_HUGEPAGE so transparent huge pages can back them. No two extents share a page, so placing
+// an extent's pages places exactly one object; and no large folio can hold pages of two extents (small
+// ones get none; a large one starts a 2 MiB region and the next one above starts another), so a move of
+// one extent never drags a neighbour along (migrate::Neighbours::kShareNoLargeFolio). Extents are never split or merged: a freed extent goes to a per-(size class, pool) cache and
 // is handed out again to the next object of its class in that pool (a pool stands for a memory node, so
 // recycled pages are already where the new object should live). When the resident bytes in the cache
 // pass a limit, further freed extents are returned to the kernel with MADV_DONTNEED before caching.

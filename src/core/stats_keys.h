@@ -13,6 +13,7 @@ namespace sentinel::stats_key {
 
 inline constexpr const char kPid[] = "pid";
 inline constexpr const char kRuntimeSeconds[] = "runtime_seconds";
+inline constexpr const char kMeasureClock[] = "measure_clock";
 inline constexpr const char kMinObjectBytes[] = "min_object_bytes";
 inline constexpr const char kStepsDetected[] = "steps_detected";
 inline constexpr const char kLastStepIndex[] = "last_step_index";
@@ -127,11 +128,12 @@ inline constexpr const char kProfileSource[] = "profile_source";
 inline constexpr const char kPlansFromLocalRank0Profile[] = "plans_from_local_rank0_profile";
 inline constexpr const char kMode[] = "mode";
 
-inline constexpr std::array<std::string_view, 112> kAll = {
+inline constexpr std::array<std::string_view, 113> kAll = {
     kPid,
     kRank,
     kForkedChildren,
     kRuntimeSeconds,
+    kMeasureClock,
     kMinObjectBytes,
     kStepsDetected,
     kLastStepIndex,

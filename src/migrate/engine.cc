@@ -172,7 +172,7 @@ void Engine::stop() {
 }
 
 Ticket Engine::enqueue(uint64_t object_id, uint64_t generation, void* addr, size_t len, int target_node,
-                       Priority priority) {
+                       Priority priority, Neighbours neighbours) {
   if (addr == nullptr || len == 0 || static_cast<int>(priority) >= kNumPriorities) return Ticket{};
   uint64_t value;
   {
@@ -191,6 +191,7 @@ Ticket Engine::enqueue(uint64_t object_id, uint64_t generation, void* addr, size
     s.len = len;
     s.target = target_node;
     s.priority = priority;
+    s.neighbours = neighbours;
     if (++s.seq == 0) s.seq = 1;
     s.state = State::kQueued;
     s.result = MoveResult{};

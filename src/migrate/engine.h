@@ -64,6 +64,12 @@ enum class FailReason : uint8_t {
 enum class Priority : uint8_t { kHigh = 0, kNormal = 1, kBackground = 2 };
 constexpr int kNumPriorities = 3;
 enum class CancelResult : uint8_t { kCancelled, kRunning, kNotFound };
+// Whether a large folio (a THP) may hold pages on both sides of the extent's boundaries. When it may,
+// the engine checks the pages around the extent up to the huge-page boundaries before and after the
+// move (engine_fringe.cc: up to 2 x 511 pages queried with move_pages, about 0.3 ms per move), so that
+// a folio that straddles the boundary does not carry a neighbour along. A caller that lays its extents
+// out so that no folio can straddle them (Sentinel's object heap: core/object_heap.h) says so.
+enum class Neighbours : uint8_t { kMayShareLargeFolios, kShareNoLargeFolio };
 
 const char* to_string(State s);
 const char* to_string(FailReason r);
@@ -136,7 +142,7 @@ class Engine {
   // Never blocks, never allocates. An invalid ticket (counted in queue_full) if no slot is free or
   // the engine is stopped. addr/len need not be page-aligned: whole pages covering them move.
   Ticket enqueue(uint64_t object_id, uint64_t generation, void* addr, size_t len, int target_node,
-                 Priority priority);
+                 Priority priority, Neighbours neighbours = Neighbours::kMayShareLargeFolios);
   State query(Ticket t, MoveResult* result = nullptr) const;
   // Blocks until the move is finished or `timeout` passes; returns the state then.
   State wait(Ticket t, std::chrono::nanoseconds timeout, MoveResult* result = nullptr);

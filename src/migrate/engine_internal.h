@@ -37,6 +37,7 @@ struct Engine::Slot {
   size_t len = 0;
   int target = -1;
   Priority priority = Priority::kBackground;
+  Neighbours neighbours = Neighbours::kMayShareLargeFolios;
   uint32_t seq = 0;  // bumped when the slot is reused; part of the ticket
   State state = State::kUnknown;
   MoveResult result;

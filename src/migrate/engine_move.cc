@@ -10,17 +10,16 @@
 
 #include "migrate/engine.h"
 #include "migrate/engine_internal.h"
+#include "os/measure_clock.h"
 #include "os/os.h"
 
 namespace sentinel::migrate {
 
 namespace {
 
-uint64_t now_ns() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
-}
+// A move's duration is measured on the program's clock, so that the channel's bandwidth and the
+// phases it is compared with are in one clock (os/measure_clock.h: the emulator's, in the guest).
+uint64_t now_ns() { return os::measure_ns(); }
 
 bool is_node_error(int err) { return err == ENODEV || err == EINVAL || err == EACCES; }
 
@@ -147,7 +146,7 @@ void Engine::execute(uint32_t i) {
   size_t done_pages = 0;  // pages of the extent processed so far
   bool nomem = false;
   // Before anything moves: split huge pages that straddle the extent, note where the neighbours are.
-  const size_t nfringe = fringe_snapshot(start, end);
+  const size_t nfringe = s.neighbours == Neighbours::kShareNoLargeFolio ? 0 : fringe_snapshot(start, end);
   for (size_t off = 0; off < npages;) {
     if (s.cancel_requested.load(std::memory_order_relaxed)) {
       r.cancel_requested = true;

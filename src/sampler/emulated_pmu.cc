@@ -8,33 +8,15 @@
 #include <cstring>
 
 #include "os/os.h"
+#include "os/slowtier_mailbox.h"
 
 namespace sentinel {
 namespace {
 
 using namespace emulated_pmu;
 
-// The marker (a 9-byte NOP whose displacement spells "SNTL", tools/qemu-slowtier/mailbox.h) and the
-// store must be adjacent instructions in one translation block: one asm statement keeps them
-// adjacent, and a function of its own aligned to 64 bytes keeps them at the start of a block (a call
-// ends the caller's block) and off any page boundary, where TCG would end the block between them.
-// The same function as libsentinel_slowtier's (guest/slowtier_client.cc); libsentinel.so cannot
-// depend on that library, so it has its own copy, checked against the marker by a test.
-__attribute__((noinline, aligned(64))) void marked_store(volatile uint64_t* slot, uint64_t value) {
-  asm volatile(
-      ".byte 0x66, 0x0f, 0x1f, 0x84, 0x00, 0x53, 0x4e, 0x54, 0x4c\n\t"
-      "movq %1, (%0)"
-      :
-      : "r"(slot), "r"(value)
-      : "memory");
-}
-
-std::atomic<uint64_t> g_seq{0};
-
-// A request number no earlier request of any process used: a stale answer never matches.
-uint64_t fresh_seq() {
-  return (static_cast<uint64_t>(getpid()) << 40) ^ (g_seq.fetch_add(1, std::memory_order_relaxed) + 1);
-}
+// The marked store of the mailbox protocol (os/slowtier_mailbox.h), the one every request uses.
+void marked_store(volatile uint64_t* slot, uint64_t value) { slowtier::marked_store(slot, value); }
 
 EmulatedPmuControl* control_of(unsigned char* first_page) {
   return reinterpret_cast<EmulatedPmuControl*>(first_page + kControlOffset);
@@ -56,7 +38,7 @@ bool ask(const EmulatedPmuOs& os, unsigned char* first_page, uint32_t op) {
   EmulatedPmuControl* ctl = control_of(first_page);
   ctl->op = op;
   for (int attempt = 0; attempt < 4; ++attempt) {
-    const uint64_t seq = fresh_seq();
+    const uint64_t seq = slowtier::fresh_request_seq();
     __atomic_store_n(&ctl->response_seq, 0, __ATOMIC_RELAXED);
     os.marked_store(&ctl->request_seq, seq);
     if (__atomic_load_n(&ctl->response_seq, __ATOMIC_ACQUIRE) == seq) return true;
@@ -72,7 +54,7 @@ EmulatedPmuOs real_emulated_pmu_os() {
   return os;
 }
 
-const void* real_marked_store_code() { return reinterpret_cast<const void*>(&marked_store); }
+const void* real_marked_store_code() { return reinterpret_cast<const void*>(&slowtier::marked_store); }
 
 EmulatedPmu::EmulatedPmu(EmulatedPmuOs os) : os_(std::move(os)) {}
 EmulatedPmu::~EmulatedPmu() { stop(); }

@@ -39,7 +39,7 @@ struct EmulatedPmuOs {
 };
 EmulatedPmuOs real_emulated_pmu_os();
 // The code of the real marked store, whose first bytes must be the plugin's marker instruction
-// (tools/qemu-slowtier/mailbox.h kMarkerInsn; a test compares them).
+// (src/os/slowtier_mailbox.h kMarkerInsn; a test compares them).
 const void* real_marked_store_code();
 
 struct EmulatedPmuOptions {

@@ -8,7 +8,7 @@
 // requests travel in EmulatedPmuControl, which lives in the first page's reserved area (the kernel
 // leaves bytes 96..1023 of perf_event_mmap_page unused; the plugin, not the kernel, owns this page).
 //
-// A request is the mailbox protocol's marked store (tools/qemu-slowtier/mailbox.h: the 9-byte NOP
+// A request is the mailbox protocol's marked store (src/os/slowtier_mailbox.h: the 9-byte NOP
 // that spells "SNTL", immediately followed by one 8-byte store): the process fills the control
 // block, then stores a fresh number into request_seq with the marker before it. Inside that store's
 // callback the plugin learns the page's RAM address, checks kControlCookie, acts and finally writes

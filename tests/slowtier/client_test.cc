@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "mailbox.h"
+#include "os/slowtier_mailbox.h"
 #include "sentinel/slowtier.h"
 
 namespace {

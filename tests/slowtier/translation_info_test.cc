@@ -41,6 +41,7 @@ TEST(TranslationInfo, PackedWordsRoundTrip) {
   EXPECT_EQ(u.instructions, 512u);
   EXPECT_TRUE(u.kernel);
   EXPECT_EQ(u.string_element_bytes, 8u);
+
   const AccessInfo a = AccessInfo::unpack(AccessInfo{true, false, true}.pack());
   EXPECT_TRUE(a.mailbox_store);
   EXPECT_FALSE(a.kernel);

@@ -26,13 +26,14 @@
 #include <vector>
 
 #include "cache_model.h"
-#include "mailbox.h"
+#include "os/slowtier_mailbox.h"
 #include "node_map.h"
 #include "plugin_config.h"
 #include "pmu_registry.h"
 #include "qemu_plugin_api.h"
 #include "stream_detector.h"
 #include "translation_info.h"
+#include "vcpu_sync.h"
 #include "virtual_clock.h"
 
 extern "C" {
@@ -70,6 +71,10 @@ struct alignas(64) VcpuState {
   Counter writebacks[2] = {0, 0};
   Counter other_ram{0};
   Counter published_ns{0};  // clock.now_ns() at the last epoch close
+  std::atomic<bool> idle{true};  // halted (or not started yet): holds no other vCPU back
+  Counter sync_waits{0};         // epochs after which this vCPU waited for a slower one
+  Counter sync_wait_host_ns{0};
+  Counter sync_timeouts{0};      // waits that ended at max_wait_host_ns
 };
 
 struct BackingFile {
@@ -92,15 +97,46 @@ struct State {
 State* g_state = nullptr;
 
 
+double host_ns() {
+  timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<double>(now.tv_sec) * 1e9 + static_cast<double>(now.tv_nsec);
+}
+
 void spin_host_ns(double ns) {
-  timespec start;
-  clock_gettime(CLOCK_MONOTONIC, &start);
-  for (;;) {
-    timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    double elapsed = (now.tv_sec - start.tv_sec) * 1e9 + (now.tv_nsec - start.tv_nsec);
-    if (elapsed >= ns) return;
+  const double start = host_ns();
+  while (host_ns() - start < ns) {
   }
+}
+
+// vcpu_sync.h: wait (in host time) while this vCPU is a quantum ahead of the slowest busy other one.
+// Idle vCPUs hold nobody back.
+void keep_in_step(unsigned vcpu_index, VcpuState& v) {
+  const VcpuSyncParams& p = g_state->config.sync;
+  const size_t n = g_state->vcpus.size();
+  if (p.quantum_ns <= 0 || n < 2 || n > SENTINEL_SLOWTIER_MAX_VCPUS) return;
+  const double mine = v.clock.now_ns();
+  double clocks[SENTINEL_SLOWTIER_MAX_VCPUS];
+  bool idle[SENTINEL_SLOWTIER_MAX_VCPUS];
+  double start = 0;
+  for (;;) {
+    for (size_t i = 0; i < n; ++i) {
+      clocks[i] = static_cast<double>(get(g_state->vcpus[i]->published_ns));
+      idle[i] = g_state->vcpus[i]->idle.load(std::memory_order_relaxed);
+    }
+    if (!must_wait(mine, slowest_busy_other(clocks, idle, n, vcpu_index), p)) break;
+    const double now = host_ns();
+    if (start == 0) {
+      start = now;
+      bump(v.sync_waits);
+    } else if (now - start >= p.max_wait_host_ns) {
+      bump(v.sync_timeouts);
+      break;
+    }
+    const timespec pause{0, 20'000};  // 20 us: the slow vCPU needs milliseconds of host time anyway
+    nanosleep(&pause, nullptr);
+  }
+  if (start != 0) bump(v.sync_wait_host_ns, static_cast<uint64_t>(host_ns() - start));
 }
 
 void close_epoch(VcpuState& v) {
@@ -116,6 +152,7 @@ void on_tb_exec(unsigned vcpu_index, void* udata) {
   VcpuState* v = vcpu_state(vcpu_index);
   if (v == nullptr) return;
   const BlockInfo b = BlockInfo::unpack(reinterpret_cast<uintptr_t>(udata));
+  if (v->idle.load(std::memory_order_relaxed)) v->idle.store(false, std::memory_order_relaxed);
   bump(v->instructions, b.instructions);
   if (b.kernel) bump(v->kernel_instructions, b.instructions);
   if (b.string_element_bytes != 0) {
@@ -124,7 +161,10 @@ void on_tb_exec(unsigned vcpu_index, void* udata) {
   } else {
     v->clock.add_instructions(b.instructions);
   }
-  if (v->clock.open_instructions() >= g_state->config.epoch_instructions) close_epoch(*v);
+  if (v->clock.open_instructions() >= g_state->config.epoch_instructions) {
+    close_epoch(*v);
+    keep_in_step(vcpu_index, *v);
+  }
   if (v->owed_delay_ns >= 20000) {  // spin in batches: one clock read per ~20 us owed
     spin_host_ns(v->owed_delay_ns);
     v->owed_delay_ns = 0;
@@ -279,7 +319,10 @@ void on_tb_trans(qemu_plugin_id_t, qemu_plugin_tb* tb) {
 }
 
 void on_idle(qemu_plugin_id_t, unsigned vcpu_index) {
-  if (VcpuState* v = vcpu_state(vcpu_index)) close_epoch(*v);
+  if (VcpuState* v = vcpu_state(vcpu_index)) {
+    close_epoch(*v);
+    v->idle.store(true, std::memory_order_relaxed);
+  }
 }
 
 // A vCPU that slept catches up with the latest clock: wall time passed for it too.
@@ -290,6 +333,7 @@ void on_resume(qemu_plugin_id_t, unsigned vcpu_index) {
   for (const auto& other : g_state->vcpus) latest = std::max(latest, get(other->published_ns));
   v->clock.advance_to(static_cast<double>(latest));
   v->published_ns.store(static_cast<uint64_t>(v->clock.now_ns()), std::memory_order_relaxed);
+  v->idle.store(false, std::memory_order_relaxed);
 }
 
 void write_stats(qemu_plugin_id_t, void*) {
@@ -331,8 +375,10 @@ void write_stats(qemu_plugin_id_t, void*) {
   for (size_t i = 0; i < s.vcpus.size(); ++i) {
     const VcpuState& v = *s.vcpus[i];
     std::fprintf(f, "%s{\"instructions\": %llu, \"virtual_ns\": %llu, \"slow_read_misses\": %llu, "
-                 "\"slow_write_misses\": %llu}", i ? ", " : "", u(get(v.instructions)),
-                 u(get(v.published_ns)), u(get(v.read_misses[1])), u(get(v.write_misses[1])));
+                 "\"slow_write_misses\": %llu, \"sync_waits\": %llu, \"sync_wait_host_ns\": %llu, "
+                 "\"sync_timeouts\": %llu}", i ? ", " : "", u(get(v.instructions)),
+                 u(get(v.published_ns)), u(get(v.read_misses[1])), u(get(v.write_misses[1])),
+                 u(get(v.sync_waits)), u(get(v.sync_wait_host_ns)), u(get(v.sync_timeouts)));
   }
   std::fprintf(f, "],\n  \"parameters\": {%s}\n}\n", parameters_json(s.config).c_str());
   std::fclose(f);

@@ -105,6 +105,12 @@ bool parse_plugin_args(int argc, const char* const* argv, PluginConfig* out, std
       c.stream.window = static_cast<uint32_t>(u);
     } else if (key == "string_bytes_per_cycle") {
       ok = parse_double(value, 0, &c.string_bytes_per_cycle);
+    } else if (key == "sync_quantum_ns") {
+      ok = parse_double(value, 0, &c.sync.quantum_ns);
+    } else if (key == "sync_max_wait_ms") {
+      double ms = 0;
+      ok = parse_double(value, 0, &ms);
+      c.sync.max_wait_host_ns = ms * 1e6;
     } else {
       *error = "unknown key '" + key + "'";
       return false;
@@ -158,7 +164,7 @@ std::string parameters_json(const PluginConfig& c) {
                 "\"cache_bytes\": %llu, \"cache_ways\": %u, \"epoch_instructions\": %llu, "
                 "\"delay_ns\": %g, \"node0_bytes\": %llu, \"node1_bytes\": %llu, \"node1_base\": %llu, "
                 "\"stream_trackers\": %u, \"stream_train\": %u, \"stream_window\": %u, "
-                "\"string_bytes_per_cycle\": %g",
+                "\"string_bytes_per_cycle\": %g, \"sync_quantum_ns\": %g, \"sync_max_wait_ms\": %g",
                 json_string(c.tier_spec).c_str(), json_string(describe_memory_system(m)).c_str(),
                 m.fast.latency_ns, m.fast.read_bw_gbps, m.fast.write_bw_gbps, m.slow.latency_ns,
                 m.slow.read_bw_gbps, m.slow.write_bw_gbps, m.mlp, m.access_bytes, c.cpi, c.freq_ghz,
@@ -167,7 +173,7 @@ std::string parameters_json(const PluginConfig& c) {
                 static_cast<unsigned long long>(c.node0_bytes),
                 static_cast<unsigned long long>(c.node1_bytes),
                 static_cast<unsigned long long>(c.node1_base), c.stream.trackers, c.stream.train,
-                c.stream.window, c.string_bytes_per_cycle);
+                c.stream.window, c.string_bytes_per_cycle, c.sync.quantum_ns, c.sync.max_wait_host_ns / 1e6);
   return buf;
 }
 

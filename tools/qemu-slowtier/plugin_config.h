@@ -8,7 +8,8 @@
 // epoch_insns (10000), delay_ns (0: host nanoseconds spun per slow-node miss beyond a fast one),
 // stream_trackers (16; 0 turns the stream model off), stream_train (2), stream_window (4)
 // (stream_detector.h), string_bytes_per_cycle (32; 0 charges each rep movs/stos element as an
-// instruction) (virtual_clock.h).
+// instruction) (virtual_clock.h), sync_quantum_ns (5000; 0: the vCPUs' clocks run free),
+// sync_max_wait_ms (20) (vcpu_sync.h).
 //
 // Thread safety: plain values and pure functions.
 #pragma once
@@ -18,6 +19,7 @@
 
 #include "plan/tier_model.h"
 #include "stream_detector.h"
+#include "vcpu_sync.h"
 #include "virtual_clock.h"
 
 namespace sentinel::slowtier {
@@ -39,6 +41,7 @@ struct PluginConfig {
   double delay_ns = 0;
   StreamParams stream;
   double string_bytes_per_cycle = 32;
+  VcpuSyncParams sync;
 };
 
 // Parses "key=value" strings. Returns false with a message naming the key on any error.

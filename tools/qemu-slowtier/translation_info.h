@@ -22,6 +22,7 @@ inline bool is_kernel_address(uint64_t vaddr) { return (vaddr >> 63) != 0; }
 // instruction (lods, cmps and scas compare or load and get no fast-string treatment).
 uint32_t rep_string_element_bytes(const uint8_t* code, size_t size);
 
+
 struct BlockInfo {
   uint32_t instructions = 0;          // < 2^16 (a TCG block holds at most 512)
   bool kernel = false;
@@ -38,7 +39,7 @@ struct BlockInfo {
 };
 
 struct AccessInfo {
-  bool mailbox_store = false;  // the store right after the mailbox marker (mailbox.h)
+  bool mailbox_store = false;  // the store right after the mailbox marker (os/slowtier_mailbox.h)
   bool kernel = false;
   bool string_op = false;      // an access of a rep movs/stos element
 

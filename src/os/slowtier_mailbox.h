@@ -1,5 +1,7 @@
-// The mailbox page through which a guest program reads the plugin's counters (the ABI between the
-// plugin and libsentinel_slowtier; docs/slow-tier-emulator.md, "Reading the counters in the guest").
+// The mailbox page through which a guest program reads the slow-tier plugin's counters: the ABI
+// between the plugin (tools/qemu-slowtier) and the guest side, which is read_with_page() below, used
+// by libsentinel_slowtier (the C API of include/sentinel/slowtier.h) and by Sentinel's own clock in
+// the emulator (measure_clock.h); docs/slow-tier-emulator.md, "Reading the counters in the guest".
 //
 // Protocol: the guest writes kMailboxCookie at the start of a resident 4 KiB page, then executes
 // kMarkerInsn immediately followed by one 8-byte store of a fresh sequence number to request_seq.
@@ -35,5 +37,20 @@ struct Mailbox {
 };
 static_assert(sizeof(Mailbox) <= kMailboxPageBytes);
 static_assert(offsetof(Mailbox, request_seq) == 16);
+
+// The marked store of the protocol: kMarkerInsn immediately followed by one 8-byte store of `value`
+// to `slot`. The plugin acts inside that store's callback. Shared by every request Sentinel makes of
+// the plugin (read_with_page below, the emulated PMU's ring requests in sampler/emulated_pmu.h).
+void marked_store(volatile uint64_t* slot, uint64_t value) noexcept;
+
+// A request number that no earlier request of any process used: a stale answer never matches.
+uint64_t fresh_request_seq() noexcept;
+
+// One request through `page` (4096 bytes, 4096-aligned, writable): fills *out and returns true when
+// the plugin answered. Makes up to `attempts` marked stores (a store that faults the page in runs
+// again without its marker). No allocation, no lock, no system call: safe on the allocation path and
+// in signal handlers, and from several threads as long as each uses its own page (a request whose
+// page another thread overwrote in between only fails and is retried).
+bool read_with_page(void* page, sentinel_slowtier_counters* out, int attempts = 4) noexcept;
 
 }  // namespace sentinel::slowtier

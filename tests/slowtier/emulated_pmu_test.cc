@@ -11,7 +11,7 @@
 
 #include <gtest/gtest.h>
 
-#include "mailbox.h"
+#include "os/slowtier_mailbox.h"
 #include "sampler/emulated_pmu.h"
 #include "sampler/pmu_sampler.h"
 

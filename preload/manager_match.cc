@@ -7,7 +7,7 @@
 
 #include "logging.h"
 #include "manager_state.h"
-#include "profile/profile_builder.h"
+#include "core/hash.h"
 #include "profiler.h"
 
 namespace sentinel::rt::managed {
@@ -27,7 +27,7 @@ double any_order_share(const std::vector<uint64_t>& expected, const std::vector<
   size_t hits = 0;
   for (uint64_t t : seen) {
     auto it = left.find(t);
-    if (it == left.end()) it = left.find(ProfileBuilder::derived_tag(t));
+    if (it == left.end()) it = left.find(derived_tag(t));
     if (it == left.end()) continue;
     left.erase(it);
     ++hits;

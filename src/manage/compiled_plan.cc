@@ -1,7 +1,5 @@
 #include "manage/compiled_plan.h"
 
-#include "profile/profile_builder.h"
-
 namespace sentinel::manage {
 namespace {
 
@@ -23,10 +21,6 @@ std::vector<Tier> intended_tiers(const ProfileIndex& index, const ObjectView& o,
 }
 
 }  // namespace
-
-uint64_t plan_tag(uint64_t tag, uint64_t expected) {
-  return expected != 0 && expected != tag && ProfileBuilder::derived_tag(tag) == expected ? expected : tag;
-}
 
 bool CompiledPlan::compile(const Plan& plan, const ProfileIndex& index, ExtentOf extent_of, std::string* error) {
   const uint32_t period = index.period();

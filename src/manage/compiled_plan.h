@@ -23,6 +23,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/hash.h"
 #include "plan/plan.h"
 #include "plan/profile_index.h"
 
@@ -53,8 +54,11 @@ struct PlannedObject {
 // The tag under which the plan knows an object the program allocated with `tag` at an event where the plan
 // expects `expected`. A step-local object whose call-site and occurrence equal those of a persistent
 // object (a gradient buffer allocated in the first step and kept, say) has the persistent object's tag; the
-// profile records it under a derived tag (ProfileBuilder::derived_tag), and so must the runtime.
-uint64_t plan_tag(uint64_t tag, uint64_t expected);
+// profile records it under a derived tag (core/hash.h), and so must the runtime. Inline: the allocation path
+// asks at every birth (BirthGate::decide).
+inline uint64_t plan_tag(uint64_t tag, uint64_t expected) {
+  return expected != 0 && expected != tag && derived_tag(tag) == expected ? expected : tag;
+}
 
 class CompiledPlan {
  public:

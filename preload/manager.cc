@@ -139,7 +139,6 @@ Manager* create_manager() {
 
 const char* stage_name(Stage s) {
   switch (s) {
-    case Stage::kOff: return "off";
     case Stage::kWaitingForProfile: return "waiting-for-profile";
     case Stage::kProfiling: return "profiling";
     case Stage::kMatchingProfile: return "matching-profile";
@@ -151,7 +150,7 @@ const char* stage_name(Stage s) {
 Manager* g_manager = nullptr;
 std::atomic<bool> g_manager_live{false};  // completions are wanted
 CompletionRing g_completions;
-std::mutex g_report_mu;  // manager state against manager_report() from other threads
+std::mutex g_manager_mu;
 
 }  // namespace sentinel::rt::managed
 
@@ -188,7 +187,7 @@ bool manager_configure(bool tiered, char* message, size_t cap) noexcept {
 void manager_on_event(const ObjectEvent& e, const LiveObjects&) noexcept {
   if (!g_manager_live.load(std::memory_order_acquire)) return;
   try {
-    std::lock_guard<std::mutex> lock(g_report_mu);
+    std::lock_guard<std::mutex> lock(g_manager_mu);
     if (g_manager == nullptr) g_manager = create_manager();
     Manager& m = *g_manager;
     if (e.kind == ObjectEventKind::kFree) {
@@ -205,7 +204,7 @@ void manager_on_event(const ObjectEvent& e, const LiveObjects&) noexcept {
 void manager_tick(const LiveObjects&) noexcept {
   if (!g_manager_live.load(std::memory_order_acquire)) return;
   try {
-    std::lock_guard<std::mutex> lock(g_report_mu);
+    std::lock_guard<std::mutex> lock(g_manager_mu);
     if (g_manager == nullptr) g_manager = create_manager();
     Manager& m = *g_manager;
     drain_completions(m, ~uint64_t{0});
@@ -226,7 +225,7 @@ void manager_tick(const LiveObjects&) noexcept {
 
 bool manager_lets_quiet_events_wait() noexcept {
   if (!g_manager_live.load(std::memory_order_acquire)) return false;
-  std::lock_guard<std::mutex> lock(g_report_mu);
+  std::lock_guard<std::mutex> lock(g_manager_mu);
   const Manager* m = g_manager;
   return m != nullptr && m->stage == Stage::kManaged && m->executor->plan() != nullptr && !m->executor->moves_waiting();
 }
@@ -240,7 +239,7 @@ void manager_on_move_finished(uint32_t slot, uint32_t generation, uint8_t to_poo
 void manager_at_exit() noexcept {
   if (!g_manager_live.load(std::memory_order_acquire)) return;
   try {
-    std::lock_guard<std::mutex> lock(g_report_mu);
+    std::lock_guard<std::mutex> lock(g_manager_mu);
     if (g_manager == nullptr) return;
     drain_completions(*g_manager, ~uint64_t{0});
     g_manager->executor->finish();  // the program's last step counts too

@@ -1,5 +1,5 @@
 // Managed mode's placement audit (SENTINEL_PLACEMENT_CHECK): whether the kernel has the planned objects'
-// pages where the plan wants them. Caller holds g_report_mu (manager_state.h).
+// pages where the plan wants them. Caller holds g_manager_mu (manager_state.h).
 #include <algorithm>
 #include <vector>
 

@@ -1,5 +1,5 @@
 // Managed mode: matching a given profile (SENTINEL_PROFILE_IN, or LOCAL_RANK 0's) against the program's
-// steps before its plan is put in force. Caller holds g_report_mu (manager_state.h).
+// steps before its plan is put in force. Caller holds g_manager_mu (manager_state.h).
 #include <algorithm>
 #include <string>
 #include <unordered_set>

@@ -1,5 +1,5 @@
 // Managed mode: putting a plan in force (planned, or SENTINEL_PLAN compiled against the profile), adapting it
-// after a managed step, dropping it. Caller holds g_report_mu (manager_state.h).
+// after a managed step, dropping it. Caller holds g_manager_mu (manager_state.h).
 #include <string>
 
 #include "logging.h"

@@ -1,5 +1,5 @@
 // manager_report(): a snapshot of managed mode's state for the stats file, the status line and the API
-// (any thread; takes g_report_mu, manager_state.h).
+// (any thread; takes g_manager_mu, manager_state.h).
 #include "manager.h"
 #include "manager_state.h"
 
@@ -10,7 +10,7 @@ using namespace managed;
 ManagerReport manager_report() noexcept {
   ManagerReport r;
   try {
-    std::lock_guard<std::mutex> lock(g_report_mu);
+    std::lock_guard<std::mutex> lock(g_manager_mu);
     r.enabled = g_manager_live.load(std::memory_order_acquire);
     if (g_manager == nullptr) {
       r.stage = r.enabled ? "profiling" : "off";

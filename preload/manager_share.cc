@@ -1,5 +1,5 @@
 // Managed mode, profile once (docs/distributed.md): LOCAL_RANK 0 shares its profile with the host's other
-// ranks, which wait for it and match it. Caller holds g_report_mu (manager_state.h).
+// ranks, which wait for it and match it. Caller holds g_manager_mu (manager_state.h).
 #include <sys/stat.h>
 
 #include <memory>

@@ -7,8 +7,10 @@
 //   manager_report.cc the snapshot manager_report() gives other threads
 //
 // Thread safety: one Manager, *g_manager, created by the first entry point that needs it. Everything in it
-// is guarded by g_report_mu, which every entry point holds; the functions declared here expect the caller
-// to hold it. g_completions is a single-producer (the migration engine's thread), single-consumer ring.
+// is guarded by g_manager_mu: the service thread holds it for each event, tick and quiet-events question,
+// the exit path for the last drain, manager_report() (any thread) for its snapshot. The functions declared
+// here expect the caller to hold it. g_completions needs no lock: one producer (the migration engine's
+// thread), one consumer (whoever holds g_manager_mu).
 #pragma once
 
 #include <atomic>
@@ -58,7 +60,9 @@ class EngineSink final : public manage::MoveSink {
   }
 };
 
-enum class Stage { kOff, kProfiling, kWaitingForProfile, kMatchingProfile, kManaged };
+// A Manager's stage; before one exists (managed mode off, or no event yet) manager_report() says "off" or
+// "profiling" itself.
+enum class Stage { kProfiling, kWaitingForProfile, kMatchingProfile, kManaged };
 const char* stage_name(Stage s);
 
 constexpr uint32_t kDeviationsLogged = 5;
@@ -109,7 +113,7 @@ struct Manager {
 extern Manager* g_manager;
 extern std::atomic<bool> g_manager_live;  // completions are wanted
 extern CompletionRing g_completions;
-extern std::mutex g_report_mu;  // manager state against manager_report() from other threads
+extern std::mutex g_manager_mu;  // guards g_manager and all of *g_manager (see the header comment)
 
 // manager_plan.cc
 bool plan_and_start(Manager& m, const char* why);

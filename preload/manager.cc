@@ -99,9 +99,7 @@ void load_inputs(Manager& m) {
   }
   if (c.profile_in[0] != '\0') {
     auto profile = std::make_shared<StepProfile>();
-    if (read_profile_file(c.profile_in, profile.get(), &error)) {
-      m.candidate = profile;
-      m.candidate_tags = expected_tags(*profile);
+    if (read_profile_file(c.profile_in, profile.get(), &error) && take_candidate(m, profile, &error)) {
       m.stage = Stage::kMatchingProfile;
       m.profile_source = "SENTINEL_PROFILE_IN";
       profiler_set_active(false);
@@ -195,7 +193,7 @@ void manager_on_event(const ObjectEvent& e, const LiveObjects&) noexcept {
       return;
     }
     if (e.kind != ObjectEventKind::kAlloc) return;
-    if (m.stage == Stage::kMatchingProfile && m.candidate) match_profile(m, e);
+    if (m.stage == Stage::kMatchingProfile && m.matcher) match_profile(m, e);
     on_alloc(m, e);
   } catch (...) {
   }

@@ -33,15 +33,13 @@ void poll_shared_profile(Manager& m) {
   }
   auto profile = std::make_shared<StepProfile>();
   std::string error;
-  if (!read_profile_file(path, profile.get(), &error)) {
+  if (!read_profile_file(path, profile.get(), &error) || !take_candidate(m, profile, &error)) {
     log_write(LogLevel::kWarn, ("managed mode: LOCAL_RANK 0's profile rejected (" + error + "): profiling this rank").c_str());
     m.stage = Stage::kProfiling;
     profiler_set_active(true);
     return;
   }
   log_write(LogLevel::kInfo, ("managed mode: took LOCAL_RANK 0's profile " + std::string(path)).c_str());
-  m.candidate = profile;
-  m.candidate_tags = expected_tags(*profile);
   m.profile_source = "LOCAL_RANK 0";
   m.stage = Stage::kMatchingProfile;
 }

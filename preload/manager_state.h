@@ -26,6 +26,7 @@
 #include "manage/birth_table.h"
 #include "manage/compiled_plan.h"
 #include "manage/plan_executor.h"
+#include "manage/profile_match.h"
 #include "manage/reprofile_policy.h"
 #include "manage/timeline_writer.h"
 #include "migration.h"
@@ -67,7 +68,6 @@ const char* stage_name(Stage s);
 
 constexpr uint32_t kDeviationsLogged = 5;
 constexpr uint32_t kMinPlanPeriod = 4;
-constexpr double kProfileMatchShare = 0.9;
 
 struct Manager {
   MemorySystem mem;
@@ -87,16 +87,13 @@ struct Manager {
   Plan plan;
   std::unique_ptr<BirthTable> table;  // the one published (g_state.births), null while none is
 
-  // Matching SENTINEL_PROFILE_IN against the running program.
+  // Matching SENTINEL_PROFILE_IN (or LOCAL_RANK 0's profile) against the running program.
   std::shared_ptr<const StepProfile> candidate;
-  std::vector<uint64_t> candidate_tags;  // expected tag per event
+  std::unique_ptr<manage::ProfileMatcher> matcher;  // of the candidate
   std::string profile_source = "own";    // "own", "SENTINEL_PROFILE_IN", "LOCAL_RANK 0"
   uint64_t wait_until_ns = 0;            // a follower rank gives up waiting for the shared profile then
   bool shared_profile_published = false;
   uint64_t plans_from_leader = 0;  // plans made from LOCAL_RANK 0's profile
-  int64_t match_step = -1;
-  uint32_t match_events = 0, match_hits = 0;
-  std::vector<uint64_t> match_seen;  // the matched step's tags, in the order they came
 
   int64_t step = -1;
   uint64_t relocks = ~uint64_t{0};
@@ -123,7 +120,8 @@ void log_reprofiling_stopped(Manager& m);
 // manager_audit.cc
 void check_placement(Manager& m);
 // manager_match.cc
-std::vector<uint64_t> expected_tags(const StepProfile& p);
+// Makes `profile` the candidate to match; false with *error for a profile that cannot be indexed.
+bool take_candidate(Manager& m, std::shared_ptr<const StepProfile> profile, std::string* error);
 void match_profile(Manager& m, const ObjectEvent& e);
 // manager_share.cc
 void poll_shared_profile(Manager& m);

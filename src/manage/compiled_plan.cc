@@ -22,6 +22,14 @@ std::vector<Tier> intended_tiers(const ProfileIndex& index, const ObjectView& o,
 
 }  // namespace
 
+std::vector<uint64_t> expected_tags(const ProfileIndex& index) {
+  std::vector<uint64_t> tags(index.period(), 0);
+  for (const ObjectView& o : index.objects()) {
+    if (!o.cyclic) tags[o.birth] = o.tag;
+  }
+  return tags;
+}
+
 bool CompiledPlan::compile(const Plan& plan, const ProfileIndex& index, ExtentOf extent_of, std::string* error) {
   const uint32_t period = index.period();
   if (plan.period != period || plan.events.size() != period) {
@@ -33,7 +41,7 @@ bool CompiledPlan::compile(const Plan& plan, const ProfileIndex& index, ExtentOf
   policy_ = plan.policy;
   budget_bytes_ = plan.summary.budget_bytes;
   migrated_bytes_ = 0;
-  expected_tag_.assign(period, 0);
+  expected_tag_ = expected_tags(index);
   moves_.assign(period, {});
   fast_uses_.assign(period, {});
   objects_.clear();
@@ -45,7 +53,6 @@ bool CompiledPlan::compile(const Plan& plan, const ProfileIndex& index, ExtentOf
     po.persistent = o.cyclic;
     po.birth_event = o.birth;
     objects_.emplace(o.tag, po);
-    if (!o.cyclic) expected_tag_[o.birth] = o.tag;
     const std::vector<Tier> tiers = intended_tiers(index, o, plan);
     for (const AccessView& a : o.accesses) {
       if (a.offset >= tiers.size() || tiers[a.offset] != Tier::kFast) continue;

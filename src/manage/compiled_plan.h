@@ -51,6 +51,11 @@ struct PlannedObject {
   uint32_t birth_event = 0;  // non-persistent objects
 };
 
+// The tag the profile's step expects at each event 0..period-1: that of the non-persistent object born there,
+// 0 where none is. The one copy of this rule: the compiled plan (expected_tag) and ProfileMatcher
+// (profile_match.h) both take it from here.
+std::vector<uint64_t> expected_tags(const ProfileIndex& index);
+
 // The tag under which the plan knows an object the program allocated with `tag` at an event where the plan
 // expects `expected`. A step-local object whose call-site and occurrence equal those of a persistent
 // object (a gradient buffer allocated in the first step and kept, say) has the persistent object's tag; the

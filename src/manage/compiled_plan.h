@@ -65,6 +65,24 @@ inline uint64_t plan_tag(uint64_t tag, uint64_t expected) {
   return expected != 0 && expected != tag && derived_tag(tag) == expected ? expected : tag;
 }
 
+// The deviation rule, the one copy: the allocation path (BirthGate, birth_table.h) and the plan executor
+// (plan_executor.h) both decide with these whether a step follows the plan, so that births and moves never
+// disagree about it.
+//
+// A step is under the plan from its start (or from event 0 again, where the detector began it over) when
+// the plan applies from that step on and the detector's period is the plan's. A step that starts under
+// another period stays off the plan to its end, whatever the period later.
+inline bool step_starts_on_plan(int64_t step, uint32_t period, int64_t first_step, uint32_t plan_period) {
+  return step >= first_step && period == plan_period;
+}
+// A step under the plan leaves it at the first allocation past the plan's period (the detector counts on
+// while it waits for the step's end), made while the detector's period is not the plan's (it re-detected
+// the step structure in the middle of the step), or carrying another tag than the plan expects at that
+// event (`tag` as plan_tag knows it): the rest of that step is first-touch and issues no move.
+inline bool event_leaves_plan(uint32_t event, uint32_t period, uint32_t plan_period, uint64_t expected, uint64_t tag) {
+  return event >= plan_period || period != plan_period || (expected != 0 && expected != tag);
+}
+
 class CompiledPlan {
  public:
   // `extent_of(size)` gives the bytes an object of `size` occupies (the heap's extent size). Returns false

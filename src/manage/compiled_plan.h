@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -95,16 +96,18 @@ class CompiledPlan {
   uint64_t budget_bytes() const { return budget_bytes_; }
   // Events and phases at or past the period have nothing (0, empty).
   uint64_t expected_tag(uint32_t event) const { return event < period_ ? expected_tag_[event] : 0; }
-  const std::vector<PlannedMove>& moves_at(uint32_t event) const { return event < period_ ? moves_[event] : kNoMoves; }
-  const std::vector<FastUse>& fast_uses(uint32_t phase) const { return phase < period_ ? fast_uses_[phase] : kNoUses; }
+  std::span<const PlannedMove> moves_at(uint32_t event) const {
+    return event < period_ ? std::span<const PlannedMove>(moves_[event]) : std::span<const PlannedMove>();
+  }
+  std::span<const FastUse> fast_uses(uint32_t phase) const {
+    return phase < period_ ? std::span<const FastUse>(fast_uses_[phase]) : std::span<const FastUse>();
+  }
   // nullptr for a tag the plan does not know.
   const PlannedObject* object(uint64_t tag) const;
   const std::unordered_map<uint64_t, PlannedObject>& objects() const { return objects_; }
   uint64_t planned_migrated_bytes_per_step() const { return migrated_bytes_; }
 
  private:
-  static inline const std::vector<PlannedMove> kNoMoves{};
-  static inline const std::vector<FastUse> kNoUses{};
   uint32_t period_ = 0;
   std::string policy_;
   uint64_t budget_bytes_ = 0;

@@ -114,11 +114,15 @@ class BudgetPlacer {
   bool shares_host_budget() const noexcept { return ledger_ != nullptr && ledger_->joined(); }
 
   bool enabled() const noexcept { return enabled_; }
-  // Whether freed extents of `pool` must give their pages back: the fast pool under a budget (a freed
-  // extent kept resident would hold fast memory the budget no longer counts).
-  bool drops_pages_on_free(uint8_t pool) const noexcept {
+  // Whether freed extents of `pool` are parked: the fast pool under a budget. A parked extent keeps its
+  // pages for the next object of its size class and its bytes stay counted in the budget (a freed fast
+  // extent kept resident but no longer counted would hold fast memory the budget does not see).
+  bool parks_freed_extents(uint8_t pool) const noexcept {
     return enabled_ && pool == kFastPool && budget_.kind != BudgetKind::kUnlimited;
   }
+  // The old name, which said the opposite of what happens; kept only until preload/runtime.cc (being
+  // changed for issue 21 at the same time) calls parks_freed_extents. Delete it then.
+  bool drops_pages_on_free(uint8_t pool) const noexcept { return parks_freed_extents(pool); }
   int fast_node() const noexcept { return fast_node_; }
   int slow_node() const noexcept { return slow_node_; }
   // Node of a heap pool (kFastPool/kSlowPool), -1 for other pools.

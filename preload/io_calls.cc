@@ -4,8 +4,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstddef>
+#include <cstdint>
 
 #include "profiler.h"
 #include "runtime.h"
@@ -41,12 +43,20 @@ struct FunctionName {
   constexpr FunctionName(const char (&name)[N]) noexcept { std::copy_n(name, N, text); }
 };
 
-// The real function `name` (of type Fn), looked up once: the first lookup may run in any thread (a
-// static's initialisation is thread-safe). nullptr if libc does not have it.
+// The real function `name` (of type Fn), looked up once; nullptr if libc does not have it. The cache is
+// constant-initialised (no guard variable, no constructor or destructor to order against other globals):
+// threads that call at the same time may each look it up, and all store the same answer.
 template <FunctionName name, typename Fn>
 Fn real_function() noexcept {
-  static const Fn fn = reinterpret_cast<Fn>(::dlsym(RTLD_NEXT, name.text));
-  return fn;
+  constexpr uintptr_t kNotLookedUp = 0, kAbsent = 1;
+  static constinit std::atomic<uintptr_t> cached{kNotLookedUp};
+  uintptr_t v = cached.load(std::memory_order_acquire);
+  if (v == kNotLookedUp) {
+    void* found = ::dlsym(RTLD_NEXT, name.text);
+    v = found == nullptr ? kAbsent : reinterpret_cast<uintptr_t>(found);
+    cached.store(v, std::memory_order_release);
+  }
+  return v == kAbsent ? nullptr : reinterpret_cast<Fn>(v);
 }
 
 // The shape every wrapper shares: a program's call first restores the windows in the buffers that

@@ -16,7 +16,8 @@
 // for data) can still make it fail with EFAULT; the _FORTIFY_SOURCE entry points (__read_chk, ...),
 // preadv/pwritev and recvmmsg/sendmmsg are not interposed.
 //
-// Thread safety: any thread. Not async-signal-safe while windows are armed (takes the sampler's mutex).
+// Thread safety: any thread. Not async-signal-safe while windows are armed: it tries the sampler's mutex
+// (never waiting on it, but pthread_mutex_trylock is not async-signal-safe).
 #pragma once
 
 #include <sys/socket.h>

@@ -319,7 +319,7 @@ void initialise() noexcept {
   config.mode = g_state.config.mode;  // managed mode on a single node runs as track mode
   // Fixed-size state resident now rather than page by page until its rings first wrap, which a long run
   // would show as growth for hundreds of steps (os/resident.h); on a kernel that refuses, as before. The
-  // step detector (768 KiB: its 8,192-event history) runs in every mode, the object-event ring (3 MiB)
+  // step detector (928 KiB, mostly its 8,192-event history) runs in every mode, the object-event ring (3.3 MiB)
   // only where the service thread consumes it.
   os::make_resident(&g_state.detector, sizeof g_state.detector);
   if (config.mode == Mode::kProfile || config.mode == Mode::kManaged) {

@@ -16,7 +16,7 @@
 //
 // Thread safety: manager_configure() at initialisation; manager_on_move_finished() on the migration engine's
 // thread (never blocks, never allocates); manager_report() from any thread; the rest on the service thread
-// (or at exit, under the dispatcher's lock).
+// (or at exit, under the dispatcher's lock). One mutex guards all of the manager's state (manager_state.h).
 #pragma once
 
 #include <cstddef>
@@ -44,7 +44,7 @@ void manager_at_exit() noexcept;
 
 struct ManagerReport {
   bool enabled = false;
-  std::string stage;        // "off", "profiling", "matching-profile", "managed"
+  std::string stage;  // "off", "profiling", "waiting-for-profile" (a rank waiting for LOCAL_RANK 0's profile), "matching-profile", "managed"
   std::string plan_source;  // "planned", "SENTINEL_PLAN", "" (none yet)
   std::string profile_source;  // of the plan in force: "own", "SENTINEL_PROFILE_IN", "LOCAL_RANK 0" (docs/distributed.md)
   uint64_t plans_from_leader = 0;  // plans made from LOCAL_RANK 0's profile (profile once)

@@ -49,7 +49,8 @@ void profiler_on_free(uint32_t slot) noexcept;
 // Before a system call copies [addr, addr + len) to or from user memory (read, recv, write, ...): restores
 // every sampled window there, counted as a touch, since the kernel returns EFAULT instead of faulting.
 // Any program thread; allocates nothing; lock-free and cheap while no window is protected, otherwise it
-// takes the sampler's mutex (never call it from Sentinel's own code or a thread holding that mutex).
+// tries the sampler's mutex (yielding between tries, a bounded number of times) and never waits on it:
+// when the owner keeps it, the windows stay protected and the call may fail with EFAULT.
 void profiler_unprotect_io(const void* addr, size_t len) noexcept;
 // In a forked child: the service thread (and any lock it held) is gone; sampling must not be touched.
 void profiler_fork_child() noexcept;

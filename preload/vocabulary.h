@@ -1,5 +1,6 @@
-// The one place where the runtime's words for the same things meet: a plan's Tier, a heap pool, a NUMA node,
-// the placer's Want and the migration engine's queue class. Every conversion goes through here.
+// Where the runtime's words for the same things meet: a plan's Tier, a heap pool, the birth table's and the
+// placer's wants, and the migration engine's queue class. A NUMA node's pool is the placer's to say
+// (BudgetPlacer::node_of_pool; preload/migration.cc maps a node back to its pool itself, pool_of_node).
 #pragma once
 
 #include "manage/birth_table.h"

@@ -4,7 +4,8 @@
 // drives parsing, the unknown-variable check, `sentinel run --help`, the CLI's option mapping and the test
 // that keeps README's table complete.
 //
-// parse_config never allocates (it runs during the first malloc of the process). On the first invalid
+// parse_config never allocates: it runs in the runtime's initialise(), from libsentinel's constructor
+// (preload/override.cc), before Sentinel's allocator is set up, where an allocation would re-enter it. On the first invalid
 // value it stops and fills `error` with one line naming the variable, the value and what is accepted;
 // the caller then runs as a pure pass-through allocator.
 #pragma once

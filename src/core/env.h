@@ -1,5 +1,6 @@
-// Environment access and value parsing that never allocates, so it can run inside the first malloc call
-// of a process (before libc's own getenv is safe to rely on in every loader state).
+// Environment access and value parsing that never allocate, so they can run in the runtime's initialise(),
+// from libsentinel's constructor (preload/override.cc), before Sentinel's allocator is set up, where an
+// allocation would re-enter it.
 #pragma once
 
 #include <cstddef>

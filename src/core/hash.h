@@ -19,4 +19,11 @@ inline constexpr uint64_t make_tag(uint64_t site, uint32_t occurrence) {
   return mix64(site ^ mix64(uint64_t{occurrence} + 0x9e3779b97f4a7c15ull));
 }
 
+// The tag under which a profile records a step-local object whose tag a persistent object already has (a
+// gradient buffer allocated in the first step and kept shares its call-site and occurrence with the
+// step-local buffers of later steps), so tags stay unique in a profile. The profile builder derives it, and
+// the runtime derives it again to recognise such an object (manage/compiled_plan.h, plan_tag); inline because
+// the allocation path asks.
+inline constexpr uint64_t derived_tag(uint64_t tag) { return mix64(tag ^ 0x5e17e1ull); }
+
 }  // namespace sentinel

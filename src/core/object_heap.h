@@ -13,10 +13,12 @@
 // returned: allocation takes a resident one first (no page faults), and trim_cached() can return a
 // pool's resident pages without walking past returned ones.
 //
-// Every extent has a record in a fixed table; a page index maps an extent's first page to its record.
+// Every extent has a record in a fixed table, handed out in order as extents are carved and never given
+// back: a cached extent keeps its record, and reusing the extent reuses it. A page index maps an extent's
+// first page to its record.
 //
 // Thread safety: all methods may be called concurrently. One spin lock guards the caches, the carve
-// pointers and the record free list; it is never held across a system call.
+// pointers and the count of records handed out; it is never held across a system call.
 #pragma once
 
 #include <atomic>

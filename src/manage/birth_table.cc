@@ -38,17 +38,27 @@ BirthWant BirthTable::lookup(uint64_t tag) const noexcept {
 
 BirthDecision BirthGate::decide(int64_t step, uint32_t event, uint32_t period, uint64_t tag) noexcept {
   BirthDecision d;
+  // The step as the executor follows it (PlanExecutor::on_alloc): a new step index, or event 0 again where
+  // the detector began the step over, starts one, under the period of that moment.
+  const bool restart = step >= 0 && step == step_ && event == 0 && event_ > 0;
+  event_ = event;
+  if ((step >= 0 && step != step_) || restart) {
+    step_ = step;
+    step_period_ = period;
+    step_left_ = false;
+  }
   const BirthTable* t = current();
-  if (step == deviated_step_ && event == 0) deviated_step_ = -1;  // the detector began the step again
-  if (t == nullptr || step < t->first_step() || period != t->period()) return d;
-  if (step == deviated_step_) {
+  if (t == nullptr || step < 0 || !step_starts_on_plan(step, step_period_, t->first_step(), t->period())) {
+    return d;
+  }
+  if (step_left_) {
     d.quiet = true;  // the executor issues nothing more in this step
     return d;
   }
   const uint64_t expected = t->expected_tag(event);
   tag = plan_tag(tag, expected);
-  if (event >= t->period() || (expected != 0 && expected != tag)) {
-    deviated_step_ = step;
+  if (event_leaves_plan(event, period, t->period(), expected, tag)) {
+    step_left_ = true;
     d.deviated_now = true;
     return d;
   }

@@ -7,9 +7,10 @@
 // taking that lock once after the publish, when no reader can still hold it (the runtime does this in
 // preload/manager.cc, publish_births: re-profiling is not bounded, and keeping every table would grow).
 //
-// BirthGate holds the allocation path's view of the current step: a step whose allocation at event k
-// does not carry the tag the plan expects there has left the plan, and every later birth of that step
-// is first-touch (the executor on the service thread applies the same rule to its moves).
+// BirthGate holds the allocation path's view of the current step: whether the step is under the plan and
+// whether it has left it, decided by the one deviation rule the executor on the service thread applies to
+// its moves too (step_starts_on_plan, event_leaves_plan in compiled_plan.h). Every birth of a step after it
+// left the plan, and of a step that started under another period, is first-touch.
 //
 // Thread safety: BirthTable is immutable after build(). BirthGate::decide must be serialised by the
 // caller (the runtime calls it under its step-clock lock), and the table current() returns must not be
@@ -73,7 +74,12 @@ class BirthGate {
 
  private:
   std::atomic<const BirthTable*> table_{nullptr};
-  int64_t deviated_step_ = -1;  // guarded by the caller's lock
+  // The step the allocation path is in (guarded by the caller's lock): its index, the detector's period at
+  // its start, the last event seen, and whether it has left the plan.
+  int64_t step_ = -1;
+  uint32_t step_period_ = 0;
+  uint32_t event_ = 0;
+  bool step_left_ = false;
 };
 
 }  // namespace sentinel::manage

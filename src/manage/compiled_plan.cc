@@ -1,7 +1,5 @@
 #include "manage/compiled_plan.h"
 
-#include "profile/profile_builder.h"
-
 namespace sentinel::manage {
 namespace {
 
@@ -24,8 +22,12 @@ std::vector<Tier> intended_tiers(const ProfileIndex& index, const ObjectView& o,
 
 }  // namespace
 
-uint64_t plan_tag(uint64_t tag, uint64_t expected) {
-  return expected != 0 && expected != tag && ProfileBuilder::derived_tag(tag) == expected ? expected : tag;
+std::vector<uint64_t> expected_tags(const ProfileIndex& index) {
+  std::vector<uint64_t> tags(index.period(), 0);
+  for (const ObjectView& o : index.objects()) {
+    if (!o.cyclic) tags[o.birth] = o.tag;
+  }
+  return tags;
 }
 
 bool CompiledPlan::compile(const Plan& plan, const ProfileIndex& index, ExtentOf extent_of, std::string* error) {
@@ -39,7 +41,7 @@ bool CompiledPlan::compile(const Plan& plan, const ProfileIndex& index, ExtentOf
   policy_ = plan.policy;
   budget_bytes_ = plan.summary.budget_bytes;
   migrated_bytes_ = 0;
-  expected_tag_.assign(period, 0);
+  expected_tag_ = expected_tags(index);
   moves_.assign(period, {});
   fast_uses_.assign(period, {});
   objects_.clear();
@@ -51,7 +53,6 @@ bool CompiledPlan::compile(const Plan& plan, const ProfileIndex& index, ExtentOf
     po.persistent = o.cyclic;
     po.birth_event = o.birth;
     objects_.emplace(o.tag, po);
-    if (!o.cyclic) expected_tag_[o.birth] = o.tag;
     const std::vector<Tier> tiers = intended_tiers(index, o, plan);
     for (const AccessView& a : o.accesses) {
       if (a.offset >= tiers.size() || tiers[a.offset] != Tier::kFast) continue;

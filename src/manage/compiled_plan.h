@@ -19,10 +19,12 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "core/hash.h"
 #include "plan/plan.h"
 #include "plan/profile_index.h"
 
@@ -50,11 +52,37 @@ struct PlannedObject {
   uint32_t birth_event = 0;  // non-persistent objects
 };
 
+// The tag the profile's step expects at each event 0..period-1: that of the non-persistent object born there,
+// 0 where none is. The one copy of this rule: the compiled plan (expected_tag) and ProfileMatcher
+// (profile_match.h) both take it from here.
+std::vector<uint64_t> expected_tags(const ProfileIndex& index);
+
 // The tag under which the plan knows an object the program allocated with `tag` at an event where the plan
 // expects `expected`. A step-local object whose call-site and occurrence equal those of a persistent
 // object (a gradient buffer allocated in the first step and kept, say) has the persistent object's tag; the
-// profile records it under a derived tag (ProfileBuilder::derived_tag), and so must the runtime.
-uint64_t plan_tag(uint64_t tag, uint64_t expected);
+// profile records it under a derived tag (core/hash.h), and so must the runtime. Inline: the allocation path
+// asks at every birth (BirthGate::decide).
+inline uint64_t plan_tag(uint64_t tag, uint64_t expected) {
+  return expected != 0 && expected != tag && derived_tag(tag) == expected ? expected : tag;
+}
+
+// The deviation rule, the one copy: the allocation path (BirthGate, birth_table.h) and the plan executor
+// (plan_executor.h) both decide with these whether a step follows the plan, so that births and moves never
+// disagree about it.
+//
+// A step is under the plan from its start (or from event 0 again, where the detector began it over) when
+// the plan applies from that step on and the detector's period is the plan's. A step that starts under
+// another period stays off the plan to its end, whatever the period later.
+inline bool step_starts_on_plan(int64_t step, uint32_t period, int64_t first_step, uint32_t plan_period) {
+  return step >= first_step && period == plan_period;
+}
+// A step under the plan leaves it at the first allocation past the plan's period (the detector counts on
+// while it waits for the step's end), made while the detector's period is not the plan's (it re-detected
+// the step structure in the middle of the step), or carrying another tag than the plan expects at that
+// event (`tag` as plan_tag knows it): the rest of that step is first-touch and issues no move.
+inline bool event_leaves_plan(uint32_t event, uint32_t period, uint32_t plan_period, uint64_t expected, uint64_t tag) {
+  return event >= plan_period || period != plan_period || (expected != 0 && expected != tag);
+}
 
 class CompiledPlan {
  public:
@@ -68,16 +96,18 @@ class CompiledPlan {
   uint64_t budget_bytes() const { return budget_bytes_; }
   // Events and phases at or past the period have nothing (0, empty).
   uint64_t expected_tag(uint32_t event) const { return event < period_ ? expected_tag_[event] : 0; }
-  const std::vector<PlannedMove>& moves_at(uint32_t event) const { return event < period_ ? moves_[event] : kNoMoves; }
-  const std::vector<FastUse>& fast_uses(uint32_t phase) const { return phase < period_ ? fast_uses_[phase] : kNoUses; }
+  std::span<const PlannedMove> moves_at(uint32_t event) const {
+    return event < period_ ? std::span<const PlannedMove>(moves_[event]) : std::span<const PlannedMove>();
+  }
+  std::span<const FastUse> fast_uses(uint32_t phase) const {
+    return phase < period_ ? std::span<const FastUse>(fast_uses_[phase]) : std::span<const FastUse>();
+  }
   // nullptr for a tag the plan does not know.
   const PlannedObject* object(uint64_t tag) const;
   const std::unordered_map<uint64_t, PlannedObject>& objects() const { return objects_; }
   uint64_t planned_migrated_bytes_per_step() const { return migrated_bytes_; }
 
  private:
-  static inline const std::vector<PlannedMove> kNoMoves{};
-  static inline const std::vector<FastUse> kNoUses{};
   uint32_t period_ = 0;
   std::string policy_;
   uint64_t budget_bytes_ = 0;

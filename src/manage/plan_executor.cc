@@ -40,7 +40,7 @@ void PlanExecutor::begin_step(int64_t step, uint32_t period) {
   }
   step_ = step;
   step_deviated_ = false;
-  step_managed_ = plan_ != nullptr && step >= first_step_ && period == plan_->period();
+  step_managed_ = plan_ != nullptr && step_starts_on_plan(step, period, first_step_, plan_->period());
   observer_->on_step_begin(step, step_managed_);
   if (step_managed_) reconcile_persistent();
 }
@@ -48,7 +48,7 @@ void PlanExecutor::begin_step(int64_t step, uint32_t period) {
 void PlanExecutor::restart_step(uint32_t period) {
   waiting_.clear();
   step_deviated_ = false;
-  step_managed_ = plan_ != nullptr && step_ >= first_step_ && period == plan_->period();
+  step_managed_ = plan_ != nullptr && step_starts_on_plan(step_, period, first_step_, plan_->period());
 }
 
 void PlanExecutor::end_step() {
@@ -163,10 +163,7 @@ void PlanExecutor::on_alloc(ObjectRef ref, uint64_t tag, uint64_t bytes, Tier ti
   observer_->on_object_changed(ref, tag, true, tier, false);
   if (!step_managed_ || step_deviated_ || step != step_) return;
 
-  // A step longer than the plan's (the detector counts on while it waits for the step's end) or with
-  // another allocation at this event has left the plan.
-  const uint64_t expected = plan_->expected_tag(event);
-  if (event >= plan_->period() || period != plan_->period() || (expected != 0 && expected != tag)) {
+  if (event_leaves_plan(event, period, plan_->period(), plan_->expected_tag(event), tag)) {
     step_deviated_ = true;
     waiting_.clear();
     observer_->on_deviation(step_, event);

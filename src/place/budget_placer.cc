@@ -10,19 +10,14 @@ constexpr uint32_t kMillion = 1000000;
 
 }  // namespace
 
-bool BudgetPlacer::configure(const PlacerConfig& config, std::string_view* why) noexcept {
+Status BudgetPlacer::configure(const PlacerConfig& config) noexcept {
   if (config.fast_node < 0 || config.fast_node > kMaxNodeId || config.slow_node > kMaxNodeId) {
-    if (why != nullptr) *why = "node id out of range";
-    return false;
+    return Status::error("node id out of range");
   }
-  if (config.slow_node == config.fast_node) {
-    if (why != nullptr) *why = "fast and slow node are the same";
-    return false;
-  }
+  if (config.slow_node == config.fast_node) return Status::error("fast and slow node are the same");
   if (config.budget.kind == BudgetKind::kPercent &&
       (config.budget.percent_ppm == 0 || config.budget.percent_ppm > kMillion)) {
-    if (why != nullptr) *why = "percentage budget outside (0, 100]";
-    return false;
+    return Status::error("percentage budget outside (0, 100]");
   }
   fast_node_ = config.fast_node;
   slow_node_ = config.slow_node < 0 ? -1 : config.slow_node;
@@ -36,7 +31,7 @@ bool BudgetPlacer::configure(const PlacerConfig& config, std::string_view* why) 
   }
   resolved_.store(budget_.kind != BudgetKind::kPercent, std::memory_order_relaxed);
   last_bind_errno_.store(0, std::memory_order_relaxed);
-  return true;
+  return Status::ok();
 }
 
 int BudgetPlacer::node_of_pool(uint8_t pool) const noexcept {

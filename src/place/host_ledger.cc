@@ -99,39 +99,30 @@ bool HostLedger::path_for(const char* dir, const char* job, const char* host, ch
   return job_file_path(dir, "ledger2", job, host, out, cap);
 }
 
-bool HostLedger::join(const char* path, uint64_t budget_bytes, pid_t pid, uint64_t start_time,
-                      const char** why) noexcept {
+Status HostLedger::join(const char* path, uint64_t budget_bytes, pid_t pid, uint64_t start_time) noexcept {
+  const char* why = nullptr;
   Memory* mem = nullptr;
   for (int round = 0; round < 4 && mem == nullptr; ++round) {
     const int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
     if (fd >= 0) {
       mem = map_ledger(fd, true);
       close(fd);
-      if (mem == nullptr) {
-        *why = "the ledger file exists but is not a ledger of this version";
-        return false;
-      }
+      if (mem == nullptr) return Status::error("the ledger file exists but is not a ledger of this version");
       break;
     }
-    if (errno != ENOENT) {
-      *why = "cannot open the ledger file";
-      return false;
-    }
+    if (errno != ENOENT) return Status::error("cannot open the ledger file", errno);
     bool exists = false;
-    mem = create_ledger(path, budget_bytes, pid, &exists, why);
-    if (mem == nullptr && !exists) return false;
+    mem = create_ledger(path, budget_bytes, pid, &exists, &why);
+    if (mem == nullptr && !exists) return Status::error(why);
   }
-  if (mem == nullptr) {
-    *why = "the ledger file kept appearing and disappearing";
-    return false;
-  }
+  if (mem == nullptr) return Status::error("the ledger file kept appearing and disappearing");
   mem_ = mem;
   recover_dead();
-  Slot* own = claim_slot(pid, start_time, why);
+  Slot* own = claim_slot(pid, start_time, &why);
   if (own == nullptr) {
     os::munmap(mem_, sizeof(Memory));
     mem_ = nullptr;
-    return false;
+    return Status::error(why);
   }
   // Read before the slots are checked: whoever changes `total` after this makes the reset's CAS fail.
   uint64_t stranded = mem_->total.load(std::memory_order_seq_cst);
@@ -143,7 +134,7 @@ bool HostLedger::join(const char* path, uint64_t budget_bytes, pid_t pid, uint64
     if (quiet && stranded != 0) mem_->total.compare_exchange_strong(stranded, 0, std::memory_order_seq_cst);
   }
   slot_.store(own, std::memory_order_release);  // only now may this rank's threads reserve
-  return true;
+  return Status::ok();
 }
 
 HostLedger::Slot* HostLedger::claim_slot(pid_t pid, uint64_t start_time, const char** why) noexcept {

@@ -47,6 +47,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/status.h"
+
 namespace sentinel::place {
 
 class HostLedger {
@@ -65,8 +67,16 @@ class HostLedger {
   // Opens the ledger at `path` (creating it, with `budget_bytes`, when it is not there), frees the slots
   // of dead owners and claims a slot for (pid, start_time). The ledger's budget wins over budget_bytes
   // unless no other live rank holds a slot (a stale ledger of an earlier job takes the new budget).
-  // False with *why when the file cannot be made or used, or every slot is held by a live rank.
-  bool join(const char* path, uint64_t budget_bytes, pid_t pid, uint64_t start_time, const char** why) noexcept;
+  // A failure (static text, with the errno where a system call said why) when the file cannot be made or
+  // used, or every slot is held by a live rank.
+  Status join(const char* path, uint64_t budget_bytes, pid_t pid, uint64_t start_time) noexcept;
+  // The older convention, an adapter kept until preload/lifecycle.cc (changed by others now) and the
+  // tests that use it move to the Status form: false with *why.
+  bool join(const char* path, uint64_t budget_bytes, pid_t pid, uint64_t start_time, const char** why) noexcept {
+    const Status s = join(path, budget_bytes, pid, start_time);
+    if (!s.is_ok()) *why = s.static_text();
+    return s.is_ok();
+  }
 
   bool joined() const noexcept { return slot_ != nullptr; }
   // Reserves `bytes` of the host budget for this rank; false when they do not fit (or not joined).

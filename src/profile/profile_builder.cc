@@ -21,8 +21,6 @@ ObjectProfile ProfileBuilder::new_object(uint64_t tag, uint64_t site, uint32_t o
   return o;
 }
 
-uint64_t ProfileBuilder::derived_tag(uint64_t tag) { return mix64(tag ^ 0x5e17e1ull); }
-
 ProfileBuilder::Accum& ProfileBuilder::accum_for(uint64_t tag) {
   auto [it, inserted] = by_tag_.try_emplace(tag);
   if (inserted) tag_order_.push_back(tag);

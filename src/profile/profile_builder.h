@@ -46,9 +46,6 @@ class ProfileBuilder {
   bool has_complete_step() const { return end_ns_ != 0 && !step_start_ns_.empty(); }
   StepProfile build(const std::string& sampler, uint64_t sample_period, const std::string& program) const;
 
-  // The tag under which a step-local object is recorded when a persistent object already has its tag.
-  static uint64_t derived_tag(uint64_t tag);
-
  private:
   struct Instance {
     uint64_t tag;

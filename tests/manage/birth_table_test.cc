@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "profile/profile_builder.h"
+#include "core/hash.h"
 #include "test_profiles.h"
 
 namespace sentinel::manage {
@@ -108,7 +108,7 @@ namespace {
 // A step-local object with the call-site and occurrence of a persistent one carries the persistent object's
 // tag at run time and a derived tag in the profile: the gate and the executor know it by the derived tag.
 TEST(PlanTag, AStepLocalTwinOfAPersistentObjectIsKnownByItsDerivedTag) {
-  const uint64_t persistent = 0xa, twin = ProfileBuilder::derived_tag(0xa);
+  const uint64_t persistent = 0xa, twin = derived_tag(0xa);
   ProfileIndex index;
   std::string error;
   ASSERT_TRUE(index.build(test::make_profile(3, 1000,

@@ -117,6 +117,17 @@ TEST(BudgetPlacer, DisabledWithoutSlowNode) {
 }
 
 // Before the step peak is known, a percentage budget is p% of the live peak seen so far.
+// The Status form of configure: invalid input is a failure with its reason.
+TEST(BudgetPlacer, InvalidNodesAreAFailingStatus) {
+  BudgetPlacer p;
+  PlacerConfig same = two_nodes(BudgetSpec{});
+  same.slow_node = same.fast_node;
+  const Status s = p.configure(same);
+  EXPECT_FALSE(s.is_ok());
+  EXPECT_STREQ(s.message(), "fast and slow node are the same");
+  EXPECT_TRUE(p.configure(two_nodes(BudgetSpec{})).is_ok());
+}
+
 TEST(BudgetPlacer, PercentageFollowsThePeakUntilAStepIsKnown) {
   BudgetPlacer p;
   ASSERT_TRUE(p.configure(two_nodes({BudgetKind::kPercent, 0, 500000}), nullptr));  // 50%

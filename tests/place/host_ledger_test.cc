@@ -35,6 +35,23 @@ class Ledger : public ::testing::Test {
   char path_[HostLedger::kPathMax];
 };
 
+// The Status form of join: a failure says what failed and, where a system call said why, its errno.
+TEST_F(Ledger, AJoinThatFailsSaysWhyInItsStatus) {
+  HostLedger l;
+  const Status in_a_directory = l.join(dir_.path().c_str(), kMiB, getpid(), process_start_time(getpid()));
+  EXPECT_FALSE(in_a_directory.is_ok());
+  EXPECT_STREQ(in_a_directory.message(), "cannot open the ledger file");
+  EXPECT_EQ(in_a_directory.sys_errno(), EISDIR);
+  const std::string nowhere = dir_.path() + "/no-such-dir/ledger";
+  const Status not_made = l.join(nowhere.c_str(), kMiB, getpid(), process_start_time(getpid()));
+  EXPECT_FALSE(not_made.is_ok());
+  EXPECT_STREQ(not_made.message(), "cannot create the ledger file (is /dev/shm there?)");
+  EXPECT_FALSE(l.joined());
+  EXPECT_TRUE(l.join(path_, kMiB, getpid(), process_start_time(getpid())).is_ok());
+  EXPECT_TRUE(l.joined());
+  l.leave();
+}
+
 // A shared page the forked ranks report through.
 // Rank r's share of Shared::committed_mib for `bytes` (whole MiB), and the bytes all ranks hold.
 constexpr int kFieldBits = 16;

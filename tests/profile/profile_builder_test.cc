@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/hash.h"
 #include "profile/profile_io.h"
 
 namespace sentinel {
@@ -228,9 +229,9 @@ TEST(ProfileBuilder, StepLocalObjectWithAPersistentObjectsTagGetsADerivedTag) {
   }
   d.b.on_profile_end(d.now + kMs);
   const StepProfile p = build_valid(d.b);
-  const uint64_t derived = ProfileBuilder::derived_tag(42);
+  const uint64_t derived = derived_tag(42);
   EXPECT_NE(derived, 42u);
-  EXPECT_EQ(derived, ProfileBuilder::derived_tag(42));  // stable across runs and steps
+  EXPECT_EQ(derived, derived_tag(42));  // stable across runs and steps
   const ObjectProfile* persistent = find(p, 42);
   const ObjectProfile* local = find(p, derived);
   ASSERT_NE(persistent, nullptr);
@@ -379,7 +380,7 @@ TEST(ProfileBuilder, ObjectOfTheWarmupStepFreedDuringTheProfileIsNotPersistent) 
   EXPECT_EQ(o->birth_phase, 3u);
   EXPECT_EQ(o->death_phase, 4u + 1u);
   EXPECT_EQ(access_at(*o, 0).first, 100);
-  EXPECT_EQ(find(p, ProfileBuilder::derived_tag(9)), nullptr);
+  EXPECT_EQ(find(p, derived_tag(9)), nullptr);
   ASSERT_NE(find(p, 1), nullptr);
   EXPECT_TRUE(find(p, 1)->persistent);
 }

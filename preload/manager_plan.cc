@@ -1,0 +1,160 @@
+// Managed mode: putting a plan in force (planned, or SENTINEL_PLAN compiled against the profile), adapting it
+// after a managed step, dropping it. Caller holds g_manager_mu (manager_state.h).
+#include <string>
+
+#include "logging.h"
+#include "manager_state.h"
+#include "profiler.h"
+#include "runtime_state.h"
+#include "status_file.h"
+
+namespace sentinel::rt::managed {
+namespace {
+
+// The profile the planner sees: object sizes as the extents the heap gives them, which is what the budget
+// placer counts.
+StepProfile in_extent_bytes(const StepProfile& p) {
+  StepProfile q = p;
+  for (ObjectProfile& o : q.objects) o.size = extent_of(o.size);
+  return q;
+}
+
+// Makes `table` the birth table in force (null: none) and frees the one before. The allocation path reads
+// the table only inside BirthGate::decide, under g_state.clock_lock, and keeps no pointer to it after; so
+// once the lock has been taken after the publish, no thread can still be reading the old table. (Keeping
+// every table ever published instead grew the runtime's memory by one table per re-plan or re-profile.)
+void publish_births(Manager& m, std::unique_ptr<BirthTable> table) {
+  g_state.births.publish(table.get());
+  { SpinGuard readers_done(g_state.clock_lock); }
+  m.table = std::move(table);
+}
+
+// The migration bandwidth the engine really achieves (bytes per ns), once it has moved enough to tell;
+// 0 while it has not.
+double measured_migration_bw() {
+  constexpr uint64_t kEnoughBytes = 1ull << 20;
+  const MigrationReport mig = migration_report();
+  const uint64_t bytes = mig.engine.bytes_to_fast + mig.engine.bytes_to_slow;
+  if (bytes < kEnoughBytes || mig.engine.move_ns == 0) return 0;
+  return static_cast<double>(bytes) / static_cast<double>(mig.engine.move_ns);
+}
+
+}  // namespace
+
+// Makes the plan for the current profile (or compiles SENTINEL_PLAN against it) and puts it in force from
+// the next step on. False when nothing could be planned (logged).
+bool plan_and_start(Manager& m, const char* why) {
+  // `sentinel run`'s status line says "planning" while the planner runs.
+  status_stage_begin("planning");
+  struct StageDone {
+    ~StageDone() { status_stage_done(); }
+  } stage_done;
+  std::string error;
+  if (m.profile->period < kMinPlanPeriod) {
+    // Python's imports and other set-up loops repeat too: a "step" of one or two allocations has no
+    // phases to place objects in. Wait for the real structure (the detector re-detects it).
+    log_write(LogLevel::kInfo, ("managed mode: a step of " + std::to_string(m.profile->period) +
+                                " allocation(s) is not planned; waiting for the training step")
+                                   .c_str());
+    m.stage = Stage::kProfiling;
+    return false;
+  }
+  auto index = std::make_unique<ProfileIndex>();
+  if (!index->build(in_extent_bytes(*m.profile), &error)) {
+    log_write(LogLevel::kError, ("managed mode: the profile cannot be planned: " + error).c_str());
+    return false;
+  }
+  Plan plan;
+  auto compiled = std::make_shared<CompiledPlan>();
+  bool have = false;
+  if (m.given_plan && !m.given_plan_failed) {
+    if (compiled->compile(*m.given_plan, *index, [](uint64_t s) { return s; }, &error)) {
+      plan = *m.given_plan;
+      m.plan_source = "SENTINEL_PLAN";
+      have = true;
+    } else {
+      m.given_plan_failed = true;
+      log_write(LogLevel::kWarn, ("SENTINEL_PLAN does not fit this program (" + error + "): planning instead").c_str());
+    }
+  }
+  if (!have) {
+    m.planner.budget_bytes = g_state.placer.budget_bytes();
+    if (g_state.placer.shares_host_budget()) {
+      // The host's ranks share the budget (docs/distributed.md): this rank plans for an equal part of it.
+      const uint32_t ranks = g_state.ledger.live_slots();
+      m.planner.budget_bytes = g_state.ledger.budget() / (ranks == 0 ? 1 : ranks);
+    }
+    if (m.planner.budget_bytes == ~uint64_t{0}) m.planner.budget_bytes = 0, m.planner.budget_fraction = 1.0;
+    if (!plan_sentinel(*index, m.mem, m.planner, &plan, &error) ||
+        !compiled->compile(plan, *index, [](uint64_t s) { return s; }, &error)) {
+      log_write(LogLevel::kError, ("managed mode: planning failed: " + error).c_str());
+      return false;
+    }
+    m.plan_source = "planned";
+  }
+  const int64_t first = m.step + 1;
+  auto table = std::make_unique<BirthTable>();
+  table->build(*compiled, first);
+  publish_births(m, std::move(table));
+  if (m.timeline && m.plans == 0) m.timeline->header(plan.period, plan.policy, plan.summary.budget_bytes);
+  m.executor->start(compiled, first);
+  m.reprofile.plan_started(first);
+  m.plan = std::move(plan);
+  m.index = std::move(index);
+  m.stage = Stage::kManaged;
+  ++m.plans;
+  if (m.first_managed_step < 0) m.first_managed_step = first;
+  log_write(LogLevel::kInfo,
+            (std::string("managed mode: ") + why + ": " + m.plan_source + " plan in force from step " +
+             std::to_string(first) + ", budget " + std::to_string(m.plan.summary.budget_bytes) + " B, " +
+             std::to_string(m.plan.move_count()) + " moves per step, modeled step " +
+             std::to_string(m.plan.summary.modeled_step_ns / 1e6) + " ms (" + m.mem.name + ")")
+                .c_str());
+  return true;
+}
+
+// Back to profiling: the plan no longer describes the program.
+void drop_plan(Manager& m, const char* why) {
+  publish_births(m, nullptr);
+  m.executor->stop();
+  m.stage = Stage::kProfiling;
+  m.replan_saturated = false;
+  m.planner.extra_lookahead_phases.clear();
+  ++m.reprofiles;
+  profiler_request_profile();
+  log_write(LogLevel::kInfo, (std::string("managed mode: ") + why + ": profiling again").c_str());
+}
+
+// Once: the program's steps do not repeat exactly (variable sequence lengths, say), so profiling again
+// would cost more than it earns; the last plan stays in force for the steps that follow it.
+void log_reprofiling_stopped(Manager& m) {
+  log_write(LogLevel::kWarn,
+            ("managed mode: " + std::to_string(m.reprofile.unheld_plans()) +
+             " plans in a row were left by the program's steps before they held (its steps do not repeat "
+             "exactly): no more profiling; the last plan stays in force for the steps that follow it, the "
+             "others run first-touch under the budget")
+                .c_str());
+}
+
+// After a managed step: late prefetches are planned earlier, in bounded rounds, until none is late or the
+// plan stops changing; a migration channel much slower than the tier model assumed (a loaded machine, an
+// emulator) is planned with the bandwidth measured.
+void adapt_plan(Manager& m) {
+  const std::vector<uint64_t> late = m.executor->take_late_tags();
+  if (m.replans >= g_state.config.replan_rounds || m.plan_source != "planned") return;
+  const double measured = measured_migration_bw();
+  const bool slow_channel = measured > 0 && measured < 0.7 * m.mem.migration_bw_gbps;
+  if (slow_channel) m.mem.migration_bw_gbps = measured;
+  if (!slow_channel && (late.empty() || m.replan_saturated)) return;
+  for (uint64_t tag : late) ++m.planner.extra_lookahead_phases[tag];
+  Plan before = m.plan;
+  ++m.replans;
+  const std::string why = slow_channel ? "migration measured at " + std::to_string(measured) + " GB/s"
+                                       : "late prefetches (" + std::to_string(late.size()) + ")";
+  if (!plan_and_start(m, why.c_str())) return;
+  if (!slow_channel && m.plan.events == before.events && m.plan.birth_tier == before.birth_tier) {
+    m.replan_saturated = true;
+  }
+}
+
+}  // namespace sentinel::rt::managed

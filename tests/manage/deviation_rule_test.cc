@@ -1,0 +1,111 @@
+// The allocation path (BirthGate) and the plan executor decide with one rule whether a step follows the plan
+// (compiled_plan.h: step_starts_on_plan, event_leaves_plan). These tests feed both the same allocations and
+// check that they agree, including where the two copies the rule used to have disagreed: a detector period
+// that changes in the middle of a step.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <vector>
+
+#include "fake_sink.h"
+#include "manage/birth_table.h"
+#include "manage/plan_executor.h"
+#include "test_profiles.h"
+
+namespace sentinel::manage {
+namespace {
+
+uint64_t same(uint64_t size) { return size; }
+
+struct Alloc {
+  int64_t step;
+  uint32_t event;
+  uint32_t period;
+  uint64_t tag;
+};
+
+// Period 4 with step-local 0xa, 0xb, 0xc born at events 0, 1, 2, all planned fast, from step 10 on.
+class DeviationRuleTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string error;
+    ASSERT_TRUE(index_.build(sentinel::test::make_profile(4, 1000,
+                                                {sentinel::test::object(0xa, 100, 0, 1, {0}), sentinel::test::object(0xb, 100, 1, 2, {1}),
+                                                 sentinel::test::object(0xc, 100, 2, 3, {2})}),
+                             &error))
+        << error;
+    Plan plan;
+    plan.period = 4;
+    plan.events.assign(4, {});
+    plan.birth_tier = {{0xa, Tier::kFast}, {0xb, Tier::kFast}, {0xc, Tier::kFast}};
+    auto compiled = std::make_shared<CompiledPlan>();
+    ASSERT_TRUE(compiled->compile(plan, index_, same, &error)) << error;
+    table_.build(*compiled, 10);
+    gate_.publish(&table_);
+    executor_.start(compiled, 10);
+  }
+
+  // Feeds one allocation to both; returns the gate's decision and checks that the executor agrees on
+  // whether the step follows the plan after it.
+  BirthDecision both(const Alloc& a) {
+    const bool was_left = executor_.step_deviated();
+    const BirthDecision d = gate_.decide(a.step, a.event, a.period, a.tag);
+    executor_.on_alloc(ObjectRef{slot_++, 1}, a.tag, 100, d.want == BirthWant::kFast ? Tier::kFast : Tier::kSlow, a.step,
+                       a.event, a.period);
+    const bool follows = executor_.step_managed() && !executor_.step_deviated();
+    if (table_.lookup(a.tag) != BirthWant::kFirstTouch) {  // a tag the plan places: placed iff followed
+      EXPECT_EQ(d.want != BirthWant::kFirstTouch, follows)
+          << "step " << a.step << " event " << a.event << " period " << a.period;
+    }
+    EXPECT_EQ(d.deviated_now, !was_left && executor_.step_deviated())
+        << "step " << a.step << " event " << a.event << " period " << a.period;
+    return d;
+  }
+
+  ProfileIndex index_;
+  BirthTable table_;
+  BirthGate gate_;
+  test::FakeSink sink_{1u << 20};
+  PlanExecutor executor_{&sink_};
+  uint32_t slot_ = 0;
+};
+
+TEST_F(DeviationRuleTest, AStepThatFollowsThePlan) {
+  for (uint32_t k = 0; k < 3; ++k) EXPECT_EQ(both({10, k, 4, 0xa + k}).want, BirthWant::kFast);
+}
+
+// Decided: a period change in the middle of a step leaves the plan for the rest of that step, for births
+// as for moves (before, the gate gave such an event first-touch but followed the plan again after it).
+TEST_F(DeviationRuleTest, APeriodChangeInTheMiddleOfAStepLeavesThePlanForTheRestOfIt) {
+  EXPECT_EQ(both({10, 0, 4, 0xa}).want, BirthWant::kFast);
+  const BirthDecision changed = both({10, 1, 5, 0xb});
+  EXPECT_TRUE(changed.deviated_now);
+  EXPECT_EQ(changed.want, BirthWant::kFirstTouch);
+  EXPECT_EQ(both({10, 2, 4, 0xc}).want, BirthWant::kFirstTouch);  // the period is back: still off the plan
+  EXPECT_EQ(both({11, 0, 4, 0xa}).want, BirthWant::kFast);        // the next step follows it again
+}
+
+// A step that starts under another period is not under the plan at all: it never "leaves" it.
+TEST_F(DeviationRuleTest, AStepThatStartsUnderAnotherPeriodStaysOffThePlan) {
+  const BirthDecision d = both({10, 0, 5, 0xa});
+  EXPECT_FALSE(d.deviated_now);
+  EXPECT_EQ(d.want, BirthWant::kFirstTouch);
+  EXPECT_FALSE(both({10, 1, 4, 0xb}).deviated_now);
+  EXPECT_EQ(both({10, 2, 4, 0xc}).want, BirthWant::kFirstTouch);
+}
+
+TEST_F(DeviationRuleTest, AnotherTagOrAnEventPastThePeriodLeavesThePlan) {
+  EXPECT_TRUE(both({10, 0, 4, 0xeeee}).deviated_now);
+  EXPECT_EQ(both({10, 1, 4, 0xb}).want, BirthWant::kFirstTouch);
+  for (uint32_t k = 0; k < 4; ++k) both({11, k, 4, k < 3 ? 0xa + k : 0x99});  // event 3 expects nothing
+  EXPECT_TRUE(both({11, 4, 4, 0xd}).deviated_now);
+}
+
+TEST_F(DeviationRuleTest, EventZeroAgainBeginsTheStepOver) {
+  EXPECT_TRUE(both({10, 1, 4, 0xeeee}).deviated_now);
+  EXPECT_EQ(both({10, 0, 4, 0xa}).want, BirthWant::kFast);
+  EXPECT_EQ(both({10, 1, 4, 0xb}).want, BirthWant::kFast);
+}
+
+}  // namespace
+}  // namespace sentinel::manage

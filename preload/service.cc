@@ -32,6 +32,10 @@ void dispatch_pass() {
     while (g_state.events.pop(&e)) {
       if (e.kind == ObjectEventKind::kAborted) continue;
       const uint64_t key = instance_key(e.slot, e.generation);
+      if (e.kind == ObjectEventKind::kResize) {  // the mirror's size; consumers place objects by their births
+        if (auto it = live.find(key); it != live.end()) it->second.size = e.size;
+        continue;
+      }
       if (e.kind == ObjectEventKind::kAlloc) live[key] = LiveObject{e.tag, e.site, e.occurrence, e.size, e.extent_bytes};
       profiler_on_event(e, live);
       manager_on_event(e, live);
@@ -58,6 +62,9 @@ void* service_main(void*) {
   mark_thread_internal();
   while (g_running.load(std::memory_order_relaxed)) {
     const uint32_t seen = g_state.service_wake.load(std::memory_order_acquire);
+    // The step search, off the allocation path (core/step_tracker.h): first, so that a structure it finds
+    // is in force for the events dispatched next.
+    g_state.steps.search(g_state.clock_lock);
     dispatch_pass();
     // Quiet allocation events may wait for a later wake-up only while the manager has nothing to do at
     // them (runtime.cc). When that ends, an event filled while the flag still said so may not have woken

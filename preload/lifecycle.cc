@@ -334,8 +334,12 @@ void initialise() noexcept {
     os::make_resident(&g_state.events, sizeof g_state.events);
     g_state.events_enabled.store(true, std::memory_order_release);
   }
-  service_start();
+  // The service thread (service.h): now, unless a single-threaded program in track mode may stay single-
+  // threaded until it creates a thread of its own.
+  const bool track_alone = config.mode == Mode::kTrack && g_state.config.status_path[0] == '\0' &&
+                           !g_state.placer.enabled() && !migration_enabled();
   g_state.phase.store(Phase::kActive, std::memory_order_release);
+  if (!track_alone) service_start_once();
   g_state.threshold.store(config.min_object, std::memory_order_release);
 
   TextBuf msg(message, sizeof message);

@@ -8,32 +8,38 @@
 #include <cstdint>
 
 #include "core/object_heap.h"
+#include "real_malloc.h"
 #include "runtime_state.h"
 
 namespace sentinel::rt {
 
-extern thread_local int t_inside __attribute__((tls_model("initial-exec")));
-// Requests below the object threshold this thread made (outside Sentinel) since its last object: how much
-// work separates two objects. The step detector tells the boundary of a step (a forward pass, an optimizer
-// step, the loop's own code, all below the threshold) from the iterations of a loop inside the step by it
-// (StepDetector::observe). Saturates.
-extern thread_local uint32_t t_small_requests __attribute__((tls_model("initial-exec")));
+// The thread's own state on the allocation path, in one block (one address computation per call).
+struct ThreadState {
+  int inside = 0;  // > 0 while the thread is inside Sentinel (ReentrancyGuard), 1 for Sentinel's threads
+  // Requests below the object threshold this thread made (outside Sentinel) since its last object: how
+  // much work separates two objects. The step detector tells the boundary of a step (a forward pass, an
+  // optimizer step, the loop's own code, all below the threshold) from the iterations of a loop inside the
+  // step by it (StepDetector::observe). Saturates.
+  uint32_t small_requests = 0;
+};
+extern thread_local ThreadState t_thread __attribute__((tls_model("initial-exec")));
 
 // Marks this thread as inside Sentinel, so allocations made by what Sentinel calls (libunwind,
 // dladdr, the logger) go straight to the system allocator instead of recursing.
 class ReentrancyGuard {
  public:
-  ReentrancyGuard() noexcept { ++t_inside; }
-  ~ReentrancyGuard() { --t_inside; }
+  ReentrancyGuard() noexcept { ++t_thread.inside; }
+  ~ReentrancyGuard() { --t_thread.inside; }
   ReentrancyGuard(const ReentrancyGuard&) = delete;
   ReentrancyGuard& operator=(const ReentrancyGuard&) = delete;
-  static bool inside() noexcept { return t_inside != 0; }
+  static bool inside() noexcept { return t_thread.inside != 0; }
 };
 
 inline bool is_object_request(size_t size) noexcept {
-  if (ReentrancyGuard::inside()) return false;
+  ThreadState& t = t_thread;
+  if (t.inside != 0) return false;
   if (size >= g_state.threshold.load(std::memory_order_relaxed)) return true;
-  if (t_small_requests != UINT32_MAX) ++t_small_requests;
+  if (t.small_requests != UINT32_MAX) ++t.small_requests;
   return false;
 }
 
@@ -67,6 +73,20 @@ bool retire_object(uint32_t slot) noexcept;
 void hand_back_extent(uint32_t slot) noexcept;
 // free() of an object pointer: both halves.
 void free_object(void* p) noexcept;
+// malloc() of a request known to be at or above the threshold: an object, or the system's block when the
+// heap cannot take it.
+void* malloc_object(size_t size) noexcept;
+
+// malloc and free, inline in the exported functions (override.cc): a request below the object threshold
+// and a pointer outside the object heap cost a few loads and the system allocator's call.
+inline void* malloc(size_t size) noexcept {
+  if (__builtin_expect(!is_object_request(size), 1)) return fast_system_malloc(size);
+  return malloc_object(size);
+}
+inline void free(void* p) noexcept {
+  if (g_state.heap.contains(p)) return free_object(p);  // never for nullptr: not in the heap's range
+  fast_system_free(p);
+}
 
 // Objects whose pages realloc moved with mremap instead of copying (realloc.cc).
 uint64_t realloc_remapped() noexcept;

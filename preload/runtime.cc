@@ -14,6 +14,7 @@
 #include "profiler.h"
 #include "real_malloc.h"
 #include "runtime_state.h"
+#include "service.h"
 #include "vocabulary.h"
 
 namespace sentinel::rt {
@@ -32,6 +33,8 @@ constexpr uint64_t kMinCacheBytes = 256ull << 20;
 // two-node guest: docs/results.md); the next event that wakes it takes them along, in order, and at most
 // this many wait.
 constexpr uint32_t kQuietEventsPerWake = 32;
+// Events the step search looks at per object where it runs on the allocating thread (service.h).
+constexpr uint64_t kInlineSearchEvents = 2;
 
 // Read after the event is filled. The fence pairs with the service thread's, which withdraws the flag
 // before it looks at the ring once more (service.cc): either this sees the flag withdrawn and wakes it, or
@@ -91,8 +94,8 @@ ClockReading read_clock(State& s, uint64_t site, uint64_t size) noexcept {
   ClockReading c;
   const uint64_t live_objects = s.counters.live_objects.load(std::memory_order_relaxed);
   const uint64_t live_bytes = s.counters.live_bytes.load(std::memory_order_relaxed);
-  const uint32_t small_before = t_small_requests;
-  t_small_requests = 0;
+  const uint32_t small_before = t_thread.small_requests;
+  t_thread.small_requests = 0;
   SpinGuard clock(s.clock_lock);
   if (s.steps.observe(site, static_cast<uint32_t>(live_objects), live_bytes, size, small_before, &c.search_due)) {
     s.placer.update_peak(s.counters.peak_live_bytes.load(std::memory_order_relaxed));
@@ -160,8 +163,7 @@ uint32_t place_extent(State& s, const ObjectRequest& q, uint64_t request, place:
 
 }  // namespace
 
-thread_local int t_inside __attribute__((tls_model("initial-exec"))) = 0;
-thread_local uint32_t t_small_requests __attribute__((tls_model("initial-exec"))) = 0;
+thread_local ThreadState t_thread __attribute__((tls_model("initial-exec")));
 
 __attribute__((noinline)) void* alloc_object(const ObjectRequest& q, bool* zeroed) noexcept {
   ReentrancyGuard guard;
@@ -209,7 +211,14 @@ __attribute__((noinline)) void* alloc_object(const ObjectRequest& q, bool* zeroe
   s.counters.live_objects.fetch_add(1, std::memory_order_relaxed);
   update_peak(s.counters.live_bytes.fetch_add(q.size, std::memory_order_relaxed) + q.size);
   if (c.announce) announce_period(c.period, c.explicit_marks, c.relocks);
-  if ((c.ticket != EventRing::kNoTicket && !(c.quiet && quiet_events_may_wait())) || c.search_due) wake_service();
+  const bool wake = (c.ticket != EventRing::kNoTicket && !(c.quiet && quiet_events_may_wait())) || c.search_due;
+  if (!service_running()) {
+    // A single-threaded program in track mode (service.h): the step search on this thread, a bounded slice
+    // per object, outside every lock; it keeps up (one event is logged per object).
+    s.steps.try_search(s.clock_lock, kInlineSearchEvents);
+  } else if (wake) {
+    wake_service();
+  }
   return reinterpret_cast<void*>(r.start);
 }
 
@@ -292,7 +301,7 @@ void make_fast_room(uint64_t extent) noexcept {
   if (dropped > 0) s.placer.unpark_fast(dropped, true);                     // then the budget
 }
 
-void mark_thread_internal() noexcept { t_inside = 1; }
+void mark_thread_internal() noexcept { t_thread.inside = 1; }
 
 bool thread_inside_sentinel() noexcept { return ReentrancyGuard::inside(); }
 
@@ -301,17 +310,9 @@ void wake_service() noexcept {
   migrate::futex_wake(&g_state.service_wake, 1);
 }
 
-void* malloc(size_t size) noexcept {
-  if (is_object_request(size)) {
-    if (void* p = alloc_object(ObjectRequest{size, kPageSize})) return p;
-  }
+void* malloc_object(size_t size) noexcept {
+  if (void* p = alloc_object(ObjectRequest{size, kPageSize})) return p;
   return system_malloc(size);
-}
-
-void free(void* p) noexcept {
-  if (p == nullptr) return;
-  if (g_state.heap.contains(p)) return free_object(p);
-  system_free(p);
 }
 
 int posix_memalign(void** out, size_t align, size_t size) noexcept {

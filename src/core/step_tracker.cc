@@ -84,10 +84,10 @@ bool StepTracker::adopt(SpinLock& clock_lock) noexcept {
 
 // Searches logged events until the detector locks on a structure or switches to another (then returns
 // with adopt_pending_ set, so the adoption replays as few events as possible) or the log is empty.
-uint64_t StepTracker::search_some() noexcept {
+uint64_t StepTracker::search_some(uint64_t max_events) noexcept {
   uint64_t searched = 0;
   LoggedEvent e;
-  while (log_.pop(&e)) {
+  while (searched < max_events && log_.pop(&e)) {
     if (e.marked) detector_.mark_step();
     detector_.observe(e.site, e.live_objects, e.live_bytes, e.size, e.small_before);
     ++searched;
@@ -104,12 +104,23 @@ uint64_t StepTracker::search_some() noexcept {
   return searched;
 }
 
-uint64_t StepTracker::search(SpinLock& clock_lock) noexcept {
+uint64_t StepTracker::search(SpinLock& clock_lock, uint64_t max_events) noexcept {
   SpinGuard searching(search_lock_);
+  return search_held(clock_lock, max_events);
+}
+
+uint64_t StepTracker::try_search(SpinLock& clock_lock, uint64_t max_events) noexcept {
+  if (!search_lock_.try_lock()) return 0;
+  const uint64_t n = search_held(clock_lock, max_events);
+  search_lock_.unlock();
+  return n;
+}
+
+uint64_t StepTracker::search_held(SpinLock& clock_lock, uint64_t max_events) noexcept {
   if (search_disabled_) return 0;
   uint64_t total = 0;
   for (;;) {
-    const uint64_t n = search_some();
+    const uint64_t n = search_some(max_events - total);
     total += n;
     // One try per pass: an adoption blocked by a gap in the log waits until the search has passed it.
     if (adopt_pending_ && adopt(clock_lock)) {
@@ -117,7 +128,7 @@ uint64_t StepTracker::search(SpinLock& clock_lock) noexcept {
       adoptions_.fetch_add(1, std::memory_order_relaxed);
       continue;
     }
-    if (n == 0 || log_.empty()) return total;
+    if (n == 0 || total >= max_events || log_.empty()) return total;
   }
 }
 

@@ -26,9 +26,11 @@
 // Thread safety:
 //   - observe(), mark_step(), next_occurrence(), clock(), summary(): under the caller's clock lock (one
 //     lock for all of them; search() takes the same lock to switch clocks).
-//   - search(), finish(), for_each_searched_event(): from any thread, serialised by the tracker's own
-//     search lock (the service thread and the exit handler both call them). search() holds the clock lock
-//     only to replay the last events and switch: at most kLockedReplay events, O(1) each.
+//   - search(), try_search(), finish(), for_each_searched_event(): from any thread, serialised by the
+//     tracker's own search lock (the service thread, the exit handler, and in a single-threaded program
+//     the allocating thread, outside the clock lock, call them). search() holds the clock lock only to
+//     replay the last events and switch: at most kLockedReplay events, O(1) each (a few more when the
+//     producers keep running ahead, after four tries).
 //   - dropped_events(), adoptions(), pending(): any thread (relaxed counters, hints).
 // Never allocates; no system calls (a thread waiting for a lock may sched_yield, spin_lock.h).
 #pragma once
@@ -81,9 +83,11 @@ class StepTracker {
   StepSummary summary() const noexcept;
 
   // --- the search ---
-  // Feeds every logged event to the detector, and adopts the structure it locks on or switches to.
-  // Returns the events searched.
-  uint64_t search(SpinLock& clock_lock) noexcept;
+  // Feeds logged events to the detector (all of them, or at most max_events), and adopts the structure it
+  // locks on or switches to. Returns the events searched. try_search: the same, but returns 0 at once when
+  // another thread is searching (for a caller on the allocation path, which must not wait for it).
+  uint64_t search(SpinLock& clock_lock, uint64_t max_events = UINT64_MAX) noexcept;
+  uint64_t try_search(SpinLock& clock_lock, uint64_t max_events) noexcept;
   // End of the run: searches what is logged, then counts the step in progress if it is complete.
   void finish(SpinLock& clock_lock) noexcept;
   // fn(site, live_objects, live_bytes, size, small_before) for each event in the detector's history
@@ -119,7 +123,8 @@ class StepTracker {
   // Makes a copy of the detector's clock the clock in force. False when the log has a gap after the
   // detector's last event (retried after the next search).
   bool adopt(SpinLock& clock_lock) noexcept;
-  uint64_t search_some() noexcept;
+  uint64_t search_some(uint64_t max_events) noexcept;
+  uint64_t search_held(SpinLock& clock_lock, uint64_t max_events) noexcept;
 
   // The clock in force is states_[active_]; active_ changes only under the clock lock, by the search.
   ClockState states_[2] = {};

@@ -6,8 +6,9 @@
 // pay, while the clock (StepClock: where an event lies in the step) costs a few dozen and is needed at
 // once, for the object's tag and its tier at birth. So the tracker splits them:
 //   - the allocation path, under the caller's clock lock, advances the clock in force and logs the event;
-//   - the search thread (the runtime's service thread, in every mode) feeds the logged events to a
-//     StepDetector of its own. When that detector locks on a structure or switches to another, the clock
+//   - the search thread (the runtime's service thread; in a track-mode program that has not yet made a
+//     thread of its own, the allocating thread itself, a bounded slice per object outside the clock lock:
+//     preload/service.h) feeds the logged events to a StepDetector of its own. When that detector locks on a structure or switches to another, the clock
 //     in force adopts it: the search thread copies the detector's clock (as of the last event it
 //     searched) into the spare clock, brings the copy up to the present by replaying the events logged
 //     since (most of them without the lock, the last few under it), and makes it the clock in force.

@@ -8,6 +8,8 @@
 //     instead of copied, when nothing else holds them (no move in flight, the same node, not a dry run);
 //   - shrinking below the threshold or to less than half its extent: copied out (the system allocator,
 //     or a smaller extent).
+// calloc of an object: an extent that reads as zeros if the cache has one; else the recycled extent's whole
+// pages returned to the kernel (large) or written with zeros (small).
 // realloc of a block of the system allocator stays with the system allocator, whatever size it grows to:
 // a block's owner is decided at its birth (a block that glibc grows in place costs a few nanoseconds per
 // call; making it an object when it crosses the threshold cost a stack walk and a copy per block).
@@ -31,6 +33,20 @@ constexpr uint64_t kRemapMinBytes = 256ull << 10;
 // The kernel refused MREMAP_DONTUNMAP (before Linux 5.7): objects are copied from then on.
 std::atomic<bool> g_remap_unsupported{false};
 std::atomic<uint64_t> g_remapped{0};
+// calloc of a recycled extent at least this large returns its whole pages to the kernel (MADV_DONTNEED:
+// they read as zeros and are zeroed by the first touch, as glibc's fresh mmap of a large calloc is) instead
+// of writing zeros over them: bench/preload calloc_large. Below it the system call costs more than memset.
+constexpr uint64_t kCallocDropMinBytes = 128ull << 10;
+
+// Zeros the first `bytes` of a new object whose extent is recycled (its pages may hold old data).
+void clear_object(void* p, uint64_t bytes) noexcept {
+  const uint64_t whole = bytes / kPageSize * kPageSize;  // p is page-aligned (an extent's start)
+  if (bytes >= kCallocDropMinBytes && os::madvise(p, whole, MADV_DONTNEED) == 0) {
+    std::memset(static_cast<char*>(p) + whole, 0, bytes - whole);
+    return;
+  }
+  std::memset(p, 0, bytes);
+}
 
 // Moves the pages holding the first `bytes` of the extent of `from` to the start of the extent of `to`
 // (mremap with MREMAP_DONTUNMAP: the old range stays mapped and reads as zeros). Only for an object whose
@@ -118,7 +134,7 @@ void* calloc(size_t n, size_t size) noexcept {
     bool zeroed = false;
     // An extent that reads as zeros (never used, or its pages returned) if the cache has one: not written.
     if (void* p = alloc_object(ObjectRequest{total, kPageSize, 0, 0, /*zero_first=*/true}, &zeroed)) {
-      if (!zeroed) std::memset(p, 0, total);
+      if (!zeroed) clear_object(p, total);
       return p;
     }
   }

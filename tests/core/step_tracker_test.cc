@@ -192,8 +192,10 @@ TEST(StepTracker, ConcurrentProducersSearchAndReaders) {
   std::thread search([&] {
     while (!done.load()) tracker->search(clock_lock);
   });
+  // The reader reads until the producers are done and it has read at least one summary with events in it
+  // (on a busy machine, or under TSan, it may not run at all before the producers end).
   std::thread reader([&] {
-    while (!done.load()) {
+    while (!done.load() || summaries.load() == 0) {
       SpinGuard g(clock_lock);
       if (tracker->summary().events > 0) summaries.fetch_add(1);
     }
@@ -215,7 +217,6 @@ TEST(StepTracker, ConcurrentProducersSearchAndReaders) {
     EXPECT_EQ(s.period, sync->period());
     EXPECT_EQ(s.relocks, sync->relocks());
   }
-  EXPECT_GT(summaries.load(), 0u);
 }
 
 }  // namespace

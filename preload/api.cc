@@ -14,7 +14,7 @@ extern "C" {
 __attribute__((visibility("default"))) void sentinel_step_begin(void) {
   g_state.counters.step_marks.fetch_add(1, std::memory_order_relaxed);
   SpinGuard clock(g_state.clock_lock);
-  g_state.detector.mark_step();
+  g_state.steps.mark_step();
 }
 
 __attribute__((visibility("default"))) int sentinel_object_node(const void* p) {
@@ -23,7 +23,7 @@ __attribute__((visibility("default"))) int sentinel_object_node(const void* p) {
   if (slot == sentinel::kNoSlot) return -1;
   const auto& r = g_state.heap.record(slot);
   if (r.state.load(std::memory_order_acquire) != sentinel::ExtentState::kLive) return -1;
-  return g_state.placer.node_of_pool(r.pool);
+  return g_state.placer.node_of_pool(r.pool.load(std::memory_order_relaxed));
 }
 
 __attribute__((visibility("default"))) uint64_t sentinel_move_object(const void* p, int node) {
@@ -48,12 +48,10 @@ __attribute__((visibility("default"))) int sentinel_active(void) {
 
 __attribute__((visibility("default"))) int sentinel_get_counters(struct sentinel_counters* out) {
   if (out == nullptr) return -1;
-  {
-    SpinGuard clock(g_state.clock_lock);
-    out->steps_detected = g_state.detector.complete_steps();
-    out->current_step = g_state.detector.step_index();
-    out->step_period = g_state.detector.period();
-  }
+  const sentinel::StepSummary steps = sentinel::rt::step_summary();
+  out->steps_detected = steps.complete_steps;
+  out->current_step = steps.step_index;
+  out->step_period = steps.period;
   out->objects_tracked = g_state.counters.objects_tracked.load(std::memory_order_relaxed);
   out->live_objects = g_state.counters.live_objects.load(std::memory_order_relaxed);
   out->live_bytes = g_state.counters.live_bytes.load(std::memory_order_relaxed);

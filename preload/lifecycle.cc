@@ -32,6 +32,11 @@ namespace sentinel::rt {
 
 constinit State g_state;
 
+StepSummary step_summary() noexcept {
+  SpinGuard clock(g_state.clock_lock);
+  return g_state.steps.summary();
+}
+
 uint64_t now_ns() noexcept {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -67,6 +72,7 @@ void fork_child() {
   g_state.sites.fork_child();
   g_state.heap.reset_after_fork_child();
   g_state.clock_lock.reset_after_fork();
+  g_state.steps.fork_child();
   service_fork_child();
   // Nobody consumes object events in the child: stop producing them, and no plan is followed there.
   g_state.events_enabled.store(false, std::memory_order_relaxed);
@@ -79,8 +85,9 @@ void exit_handler() { at_exit(); }
 
 // Whether this process made objects while its training steps were known (found or marked).
 bool trained_under_sentinel() {
+  const StepSummary steps = step_summary();
   return g_state.counters.objects_tracked.load(std::memory_order_relaxed) > 0 &&
-         (g_state.detector.locked() || g_state.detector.complete_steps() > 0);
+         (steps.locked || steps.complete_steps > 0);
 }
 
 // One log line per output path that got a suffix to keep this process's output apart from others'.
@@ -319,16 +326,20 @@ void initialise() noexcept {
   config.mode = g_state.config.mode;  // managed mode on a single node runs as track mode
   // Fixed-size state resident now rather than page by page until its rings first wrap, which a long run
   // would show as growth for hundreds of steps (os/resident.h); on a kernel that refuses, as before. The
-  // step detector (928 KiB, mostly its 8,192-event history) runs in every mode, the object-event ring (3.3 MiB)
-  // only where the service thread consumes it.
-  os::make_resident(&g_state.detector, sizeof g_state.detector);
+  // step tracker (1.8 MiB: the detector with its 8,192-event history, two clocks, the search's log) runs in
+  // every mode, the object-event ring (3.3 MiB) only where the service thread consumes it.
+  os::make_resident(&g_state.steps, sizeof g_state.steps);
   if (config.mode == Mode::kProfile || config.mode == Mode::kManaged) {
     profiler_init();
     os::make_resident(&g_state.events, sizeof g_state.events);
     g_state.events_enabled.store(true, std::memory_order_release);
   }
-  service_start();
+  // The service thread (service.h): now, unless a single-threaded program in track mode may stay single-
+  // threaded until it creates a thread of its own.
+  const bool track_alone = config.mode == Mode::kTrack && g_state.config.status_path[0] == '\0' &&
+                           !g_state.placer.enabled() && !migration_enabled();
   g_state.phase.store(Phase::kActive, std::memory_order_release);
+  if (!track_alone) service_start_once();
   g_state.threshold.store(config.min_object, std::memory_order_release);
 
   TextBuf msg(message, sizeof message);
@@ -340,10 +351,7 @@ void initialise() noexcept {
 void at_exit() noexcept {
   const Phase phase = g_state.phase.load(std::memory_order_acquire);
   if (phase != Phase::kActive && phase != Phase::kPassthrough) return;
-  {
-    SpinGuard clock(g_state.clock_lock);
-    g_state.detector.finish();
-  }
+  g_state.steps.finish(g_state.clock_lock);  // searches what is left, then counts the last step
   const bool original_process = getpid() == g_state.init_pid;
   if (original_process && g_state.events_enabled.load(std::memory_order_acquire)) {
     service_drain();
@@ -375,8 +383,9 @@ void at_exit() noexcept {
   }
   char message[256];
   TextBuf msg(message, sizeof message);
-  msg.put("exit: steps=").put(g_state.detector.complete_steps());
-  msg.put(" period=").put(uint64_t{g_state.detector.period()});
+  const StepSummary steps = step_summary();
+  msg.put("exit: steps=").put(steps.complete_steps);
+  msg.put(" period=").put(uint64_t{steps.period});
   msg.put(" objects=").put(g_state.counters.objects_tracked.load());
   msg.put(" peak_object_bytes=").put(g_state.counters.peak_live_bytes.load());
   log_write(LogLevel::kInfo, msg.c_str());

@@ -10,26 +10,60 @@
 namespace sentinel::rt {
 namespace {
 
-constexpr uint8_t kMoving = 1;
-constexpr uint8_t kFreed = 2;
-
 std::atomic<migrate::Engine*> g_engine{nullptr};
 std::atomic<bool> g_usable{false};
 std::atomic<uint64_t> g_refused_budget{0};
 std::atomic<uint64_t> g_deferred_frees{0};
 std::atomic<uint64_t> g_partial_moves_counted_fast{0};
+std::atomic<uint64_t> g_stale_completions{0};
 
 uint8_t pool_of_node(int node) {
   return node == g_state.placer.fast_node() ? place::kFastPool : place::kSlowPool;
 }
 
+// The claim protocol (ObjectRecord::move_claim, core/object_heap.h). A move claims the object's life
+// (generation) before anything else, then checks that the life is still live; free() marks the object
+// freed, then looks for a claim of its life. Both look with seq_cst, so at least one sees the other:
+// either the mover sees the object freed and drops its claim, or free() sees the claim and hands the
+// extent to it (kMoveFreed). Whoever ends a claim that free() handed the extent to recycles the extent,
+// exactly once: every change of the word is a CAS that checks the generation, so a late drop of an
+// earlier life's claim can never touch a later life's.
+bool try_claim(ObjectRecord& r, uint32_t generation) noexcept {
+  uint64_t expected = move_claim_word(generation, 0);
+  return r.move_claim.compare_exchange_strong(expected, move_claim_word(generation, kMoveClaimed),
+                                              std::memory_order_seq_cst);
+}
+
+// Ends the claim of `generation`. True when free() had handed the extent to it: the caller recycles it.
+bool end_claim(ObjectRecord& r, uint32_t generation) noexcept {
+  uint64_t w = r.move_claim.load(std::memory_order_acquire);
+  while ((w >> 8) == generation && (w & kMoveClaimed) != 0) {
+    if (r.move_claim.compare_exchange_weak(w, move_claim_word(generation, 0), std::memory_order_acq_rel)) {
+      return (w & kMoveFreed) != 0;
+    }
+  }
+  return false;
+}
+
+// Drops a claim that did not (or no longer does) reach the engine; recycles the extent if free() left
+// it to the claim.
+void drop_claim(uint32_t slot, uint32_t generation) noexcept {
+  if (end_claim(g_state.heap.record(slot), generation)) release_extent(slot);
+}
+
 // Runs on the engine thread when a move ends.
 class RuntimeOwner final : public migrate::Owner {
  public:
-  void on_move_finished(uint64_t object_id, uint64_t generation, const migrate::MoveResult& result) override {
+  void on_move_finished(uint64_t object_id, uint64_t life, const migrate::MoveResult& result) override {
     const uint32_t slot = static_cast<uint32_t>(object_id);
+    const uint32_t generation = static_cast<uint32_t>(life);
     ObjectRecord& r = g_state.heap.record(slot);
-    if (r.generation != generation || (r.move_flags.load(std::memory_order_acquire) & kMoving) == 0) return;
+    const uint64_t w = r.move_claim.load(std::memory_order_acquire);
+    if ((w >> 8) != generation || (w & kMoveClaimed) == 0) {
+      // Cannot happen while the claim holds the extent (it is not recycled before the claim ends).
+      g_stale_completions.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
     // A move to the fast node that failed part way (pages busy or faulting) has left some pages there: the
     // object is counted on the fast node then, so the budget never misses a page that is in it. (Its other
     // pages are still slow: slower than planned, never over budget.)
@@ -37,19 +71,15 @@ class RuntimeOwner final : public migrate::Owner {
                              result.pages_moved > 0;
     if (partly_fast) g_partial_moves_counted_fast.fetch_add(1, std::memory_order_relaxed);
     const bool moved = result.state == migrate::State::kDone || partly_fast;
-    const uint8_t from = r.pool;
+    const uint8_t from = r.pool.load(std::memory_order_relaxed);
     g_state.placer.end_move(from, r.move_to_pool, r.extent_bytes, moved);
     if (moved) {
-      r.pool = r.move_to_pool;
-      r.bound_node_plus1 = static_cast<uint16_t>(result.target_node + 1);
+      r.pool.store(r.move_to_pool, std::memory_order_relaxed);
+      r.bound_node_plus1.store(static_cast<uint16_t>(result.target_node + 1), std::memory_order_relaxed);
     }
-    manager_on_move_finished(slot, r.generation, r.move_to_pool, moved);
-    const uint8_t before = r.move_flags.fetch_and(static_cast<uint8_t>(~kMoving), std::memory_order_acq_rel);
-    if (before & kFreed) {
-      // free() left the extent to us: hand it back to the heap now that no page is in flight.
-      r.move_flags.store(0, std::memory_order_relaxed);
-      release_extent(slot);
-    }
+    manager_on_move_finished(slot, generation, r.move_to_pool, moved);
+    // free() left the extent to us: hand it back to the heap now that no page is in flight.
+    if (end_claim(r, generation)) release_extent(slot);
   }
 };
 
@@ -80,33 +110,36 @@ migrate::Ticket migration_move(const void* p, int node, migrate::Priority priori
   const uint32_t slot = g_state.heap.slot_of(p);
   if (slot == kNoSlot) return {};
   if (node != g_state.placer.fast_node() && node != g_state.placer.slow_node()) return {};
-  return migration_move_slot(slot, g_state.heap.record(slot).generation, pool_of_node(node), priority);
+  const uint32_t generation = g_state.heap.record(slot).generation.load(std::memory_order_acquire);
+  return migration_move_slot(slot, generation, pool_of_node(node), priority);
 }
 
 migrate::Ticket migration_move_slot(uint32_t slot, uint32_t generation, uint8_t to, migrate::Priority priority) noexcept {
   migrate::Engine* engine = g_engine.load(std::memory_order_acquire);
   if (engine == nullptr || !g_usable.load(std::memory_order_acquire)) return {};
-  ObjectRecord& r = g_state.heap.record(slot);
-  if (r.state.load(std::memory_order_acquire) != ExtentState::kLive || r.generation != generation) return {};
   const int node = g_state.placer.node_of_pool(to);
   if (node < 0) return {};
-  uint8_t expected = 0;
-  if (to == r.pool || !r.move_flags.compare_exchange_strong(expected, kMoving, std::memory_order_acq_rel)) {
-    return {};  // already there, or a move of this object is in flight
+  ObjectRecord& r = g_state.heap.record(slot);
+  // Claim first, then check the object is still this life, live (see try_claim). A claim refused: a move
+  // of this life is in flight, or the life is over.
+  if (!try_claim(r, generation)) return {};
+  if (r.state.load(std::memory_order_seq_cst) != ExtentState::kLive || to == r.pool.load(std::memory_order_relaxed)) {
+    drop_claim(slot, generation);  // freed meanwhile (then it may recycle the extent), or already there
+    return {};
   }
   if (to == place::kFastPool) make_fast_room(r.extent_bytes);
   if (!g_state.placer.begin_move(to, r.extent_bytes)) {
-    r.move_flags.store(0, std::memory_order_release);
     g_refused_budget.fetch_add(1, std::memory_order_relaxed);
+    drop_claim(slot, generation);
     return {};
   }
   r.move_to_pool = to;
   const migrate::Ticket t =
-      engine->enqueue(slot, r.generation, reinterpret_cast<void*>(r.start), r.extent_bytes, node, priority,
+      engine->enqueue(slot, generation, reinterpret_cast<void*>(r.start), r.extent_bytes, node, priority,
                       migrate::Neighbours::kShareNoLargeFolio);  // the heap's layout (object_heap.h)
   if (!t.valid()) {
-    g_state.placer.end_move(r.pool, to, r.extent_bytes, false);
-    r.move_flags.store(0, std::memory_order_release);
+    g_state.placer.end_move(r.pool.load(std::memory_order_relaxed), to, r.extent_bytes, false);
+    drop_claim(slot, generation);
   }
   return t;
 }
@@ -123,25 +156,30 @@ void migration_note_late(uint64_t n) noexcept {
 
 bool migration_on_free(uint32_t slot) noexcept {
   ObjectRecord& r = g_state.heap.record(slot);
-  if ((r.move_flags.load(std::memory_order_acquire) & kMoving) == 0) return false;
+  // The caller has just marked the object freed (seq_cst); a claim of its life made before that is seen
+  // here (see try_claim), one made after it sees the object freed and drops itself.
+  const uint32_t generation = r.generation.load(std::memory_order_relaxed);
+  if ((r.move_claim.load(std::memory_order_seq_cst) & kMoveClaimed) == 0) return false;
   migrate::Engine* engine = g_engine.load(std::memory_order_acquire);
   if (engine == nullptr || !g_usable.load(std::memory_order_acquire)) {
-    r.move_flags.store(0, std::memory_order_relaxed);  // forked child: nobody will finish the move
+    end_claim(r, generation);  // forked child: nobody will finish the move
     return false;
   }
-  if (engine->cancel(slot, r.generation) == migrate::CancelResult::kCancelled) {
+  if (engine->cancel(slot, generation) == migrate::CancelResult::kCancelled) {
     // Dropped from the queue before it ran: no callback will come; undo its accounting here.
-    g_state.placer.end_move(r.pool, r.move_to_pool, r.extent_bytes, false);
-    r.move_flags.store(0, std::memory_order_release);
+    g_state.placer.end_move(r.pool.load(std::memory_order_relaxed), r.move_to_pool, r.extent_bytes, false);
+    end_claim(r, generation);
     return false;
   }
-  const uint8_t before = r.move_flags.fetch_or(kFreed, std::memory_order_acq_rel);
-  if (before & kMoving) {
-    g_deferred_frees.fetch_add(1, std::memory_order_relaxed);
-    return true;  // the engine thread recycles it when the move ends
+  // Running, or not queued yet: hand the extent to the claim, unless it ended meanwhile.
+  uint64_t w = r.move_claim.load(std::memory_order_acquire);
+  while ((w >> 8) == generation && (w & kMoveClaimed) != 0) {
+    if (r.move_claim.compare_exchange_weak(w, w | kMoveFreed, std::memory_order_acq_rel)) {
+      g_deferred_frees.fetch_add(1, std::memory_order_relaxed);
+      return true;  // the claim's end recycles it
+    }
   }
-  r.move_flags.store(0, std::memory_order_relaxed);  // the move ended meanwhile
-  return false;
+  return false;  // the move ended meanwhile
 }
 
 void migration_fork_child() noexcept { g_usable.store(false, std::memory_order_release); }
@@ -154,6 +192,7 @@ MigrationReport migration_report() noexcept {
   report.refused_budget = g_refused_budget.load(std::memory_order_relaxed);
   report.deferred_frees = g_deferred_frees.load(std::memory_order_relaxed);
   report.partial_moves_counted_fast = g_partial_moves_counted_fast.load(std::memory_order_relaxed);
+  report.stale_completions = g_stale_completions.load(std::memory_order_relaxed);
   return report;
 }
 

@@ -6,8 +6,10 @@
 // is refused when the budget has no room for it.
 //
 // An object freed while its move is queued: the move is cancelled and the extent recycled at once. An
-// object freed while its move is running: the extent is handed back to the heap by the engine thread
-// when the move ends, so it is never reused while pages are being moved (no wrong accounting).
+// object freed while its move is running (or claimed, not yet queued): the extent is handed back to the
+// heap when the move ends (by the engine thread) or the claim is dropped, so it is never reused while
+// pages are being moved, and every byte a move reserved in the budget is given back exactly once (the
+// claim protocol of migration.cc, tests/preload/free_vs_move_test.cc).
 //
 // Thread safety: every function may be called from any thread; migration_on_free() never blocks.
 #pragma once
@@ -44,6 +46,7 @@ struct MigrationReport {
   uint64_t refused_budget = 0;
   uint64_t deferred_frees = 0;
   uint64_t partial_moves_counted_fast = 0;  // failed moves to the fast node that left pages there
+  uint64_t stale_completions = 0;  // completions whose claim was gone (0 unless the claim protocol breaks)
 };
 MigrationReport migration_report() noexcept;
 

@@ -13,8 +13,10 @@
 #include <cstddef>
 
 #include "io_calls.h"
+#include "object_path.h"
 #include "real_malloc.h"
 #include "runtime.h"
+#include "service.h"
 #include "signals.h"
 
 #define SENTINEL_EXPORT extern "C" __attribute__((visibility("default")))
@@ -148,6 +150,14 @@ SENTINEL_EXPORT ssize_t sendto(int fd, const void* buf, size_t n, int flags, con
 SENTINEL_EXPORT ssize_t sendmsg(int fd, const struct msghdr* msg, int flags) {
   SENTINEL_EARLY_NEXT(sendmsg, fd, msg, flags);
   return sentinel::rt::io_sendmsg(fd, msg, flags);
+}
+
+// The program's first thread starts Sentinel's service thread (preload/service.h), so that a
+// single-threaded program stays single-threaded.
+SENTINEL_EXPORT int pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*start)(void*),
+                                   void* arg) noexcept {
+  SENTINEL_EARLY_NEXT(pthread_create, thread, attr, start, arg);
+  return sentinel::rt::program_thread_create(thread, attr, start, arg);
 }
 
 // Runs before main (after libc is ready); allocations made earlier simply go to the system allocator.

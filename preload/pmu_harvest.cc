@@ -52,7 +52,7 @@ int64_t PmuHarvest::open_window(uint32_t steps) {
   SpinGuard clock(g_state.clock_lock);
   // The step after the one the program is in now: its first event has not happened yet, and it
   // cannot happen while this holds the clock's lock.
-  const int64_t first = std::max<int64_t>(g_state.detector.step_index(), 0) + 1;
+  const int64_t first = std::max<int64_t>(g_state.steps.clock().step_index(), 0) + 1;
   __atomic_store_n(word, 0, __ATOMIC_RELAXED);
   g_state.step_clock_mirror = word;
   g_state.pmu_window_first_step = first;

@@ -10,9 +10,11 @@
 #include "migrate/futex.h"
 #include "os/measure_clock.h"
 #include "migration.h"
+#include "object_path.h"
 #include "profiler.h"
 #include "real_malloc.h"
 #include "runtime_state.h"
+#include "service.h"
 #include "vocabulary.h"
 
 namespace sentinel::rt {
@@ -31,32 +33,8 @@ constexpr uint64_t kMinCacheBytes = 256ull << 20;
 // two-node guest: docs/results.md); the next event that wakes it takes them along, in order, and at most
 // this many wait.
 constexpr uint32_t kQuietEventsPerWake = 32;
-
-thread_local int t_inside __attribute__((tls_model("initial-exec"))) = 0;
-
-// Marks this thread as inside Sentinel, so allocations made by what Sentinel calls (libunwind,
-// dladdr, the logger) go straight to the system allocator instead of recursing.
-class ReentrancyGuard {
- public:
-  ReentrancyGuard() noexcept { ++t_inside; }
-  ~ReentrancyGuard() { --t_inside; }
-  ReentrancyGuard(const ReentrancyGuard&) = delete;
-  ReentrancyGuard& operator=(const ReentrancyGuard&) = delete;
-  static bool inside() noexcept { return t_inside != 0; }
-};
-
-// Requests below the object threshold this thread made (outside Sentinel) since its last object: how much
-// work separates two objects. The step detector tells the boundary of a step (a forward pass, an optimizer
-// step, the loop's own code, all below the threshold) from the iterations of a loop inside the step by it
-// (StepDetector::observe). Saturates.
-thread_local uint32_t t_small_requests __attribute__((tls_model("initial-exec"))) = 0;
-
-inline bool is_object_request(size_t size) noexcept {
-  if (ReentrancyGuard::inside()) return false;
-  if (size >= g_state.threshold.load(std::memory_order_relaxed)) return true;
-  if (t_small_requests != UINT32_MAX) ++t_small_requests;
-  return false;
-}
+// Events the step search looks at per object where it runs on the allocating thread (service.h).
+constexpr uint64_t kInlineSearchEvents = 2;
 
 // Read after the event is filled. The fence pairs with the service thread's, which withdraws the flag
 // before it looks at the ring once more (service.cc): either this sees the flag withdrawn and wakes it, or
@@ -68,20 +46,7 @@ inline bool quiet_events_may_wait() noexcept {
 
 inline bool is_power_of_two(size_t v) noexcept { return v != 0 && (v & (v - 1)) == 0; }
 
-// In an AddressSanitizer build (scripts/sanitizers.sh) an object's own bytes are addressable and the rest
-// of its extent is poisoned, and a freed extent is poisoned whole, so an overflow past the size asked for
-// or a use after free is reported as it would be for ASan's own heap blocks. (The ASAN_ macros expand to
-// nothing in other builds.) Nothing in Sentinel reads or writes an extent's bytes after free.
-void expose_object(const ObjectRecord& r) noexcept {
-  auto* start = reinterpret_cast<char*>(r.start);
-  ASAN_UNPOISON_MEMORY_REGION(start, r.extent_bytes);
-  ASAN_POISON_MEMORY_REGION(start + r.size, r.extent_bytes - r.size);
-}
-void poison_extent(const ObjectRecord& r) noexcept {
-  ASAN_POISON_MEMORY_REGION(reinterpret_cast<char*>(r.start), r.extent_bytes);
-}
-
-void update_peak(uint64_t live) noexcept {
+void update_peak_impl(uint64_t live) noexcept {
   uint64_t peak = g_state.counters.peak_live_bytes.load(std::memory_order_relaxed);
   while (live > peak) {
     if (g_state.counters.peak_live_bytes.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
@@ -117,6 +82,7 @@ struct ClockReading {
   uint64_t clock = 0;                      // the step clock's tick of this allocation event
   uint64_t ticket = EventRing::kNoTicket;  // reserved object event, filled once the extent exists
   bool quiet = false;                      // the event may wait for the next wake-up (kQuietEventsPerWake)
+  bool search_due = false;                 // the step search has a batch of events to look at
   bool announce = false;
   bool explicit_marks = false;
 };
@@ -128,20 +94,20 @@ ClockReading read_clock(State& s, uint64_t site, uint64_t size) noexcept {
   ClockReading c;
   const uint64_t live_objects = s.counters.live_objects.load(std::memory_order_relaxed);
   const uint64_t live_bytes = s.counters.live_bytes.load(std::memory_order_relaxed);
+  const uint32_t small_before = t_thread.small_requests;
+  t_thread.small_requests = 0;
   SpinGuard clock(s.clock_lock);
-  const uint32_t small_before = t_small_requests;
-  t_small_requests = 0;
-  if (s.detector.observe(site, static_cast<uint32_t>(live_objects), live_bytes, size, small_before)) {
-    s.occurrences.reset();
+  if (s.steps.observe(site, static_cast<uint32_t>(live_objects), live_bytes, size, small_before, &c.search_due)) {
     s.placer.update_peak(s.counters.peak_live_bytes.load(std::memory_order_relaxed));
   }
-  c.occurrence = s.occurrences.next(site);
+  const StepClock& k = s.steps.clock();
+  c.occurrence = s.steps.next_occurrence(site);
   c.tag = make_tag(site, c.occurrence);
   c.clock = ++s.clock_ticks;
-  c.step = s.detector.step_index();
-  c.event = s.detector.event_in_step();
-  c.period = s.detector.period();
-  c.relocks = s.detector.relocks();
+  c.step = k.step_index();
+  c.event = k.event_in_step();
+  c.period = k.period();
+  c.relocks = k.relocks();
   if (s.step_clock_mirror != nullptr) {
     // The emulated PMU samples while the word is not 0: from the first event of the profiler's window
     // to the first event after it, exactly (runtime_state.h).
@@ -154,124 +120,165 @@ ClockReading read_clock(State& s, uint64_t site, uint64_t size) noexcept {
   c.quiet = birth.quiet && ++s.quiet_unannounced < kQuietEventsPerWake;
   if (!c.quiet) s.quiet_unannounced = 0;
   if (s.events_enabled.load(std::memory_order_relaxed)) c.ticket = s.events.reserve();
-  if (s.detector.locked() != s.announced_period || s.detector.relocks() != s.announced_relocks) {
-    s.announced_period = s.detector.locked();
-    s.announced_relocks = s.detector.relocks();
+  if (k.locked() != s.announced_period || k.relocks() != s.announced_relocks) {
+    s.announced_period = k.locked();
+    s.announced_relocks = k.relocks();
     c.announce = s.announced_period;
-    c.explicit_marks = s.detector.explicit_marks();
+    c.explicit_marks = k.explicit_marks();
   }
   return c;
 }
 
-// Creates an object for a request already known to be at or above the threshold. Returns nullptr when
-// the heap cannot take it; the caller then uses the system allocator. `reserve` (>= size) asks for an
-// extent with room to grow in place (realloc).
-__attribute__((noinline)) void* alloc_object(size_t size, size_t align, bool* zeroed, size_t reserve = 0) noexcept {
-  ReentrancyGuard guard;
-  State& s = g_state;
-  const uint64_t site = s.sites.capture(s.config.stack_depth, kOwnFrames);
-  const ClockReading c = read_clock(s, site, size);
-  const uint64_t birth_ns = os::measure_ns();  // the step clock's time (os/measure_clock.h)
-  const uint64_t live_bytes = s.counters.live_bytes.load(std::memory_order_relaxed);
-
-  bool fresh_zero = false;
-  const uint64_t request = reserve > size ? reserve : size;
+// Placement and extent for a new object of `request` bytes (>= size): a parked fast extent when the budget
+// keeps one of its class, else the placer's choice. kNoSlot when the heap is full (the placer's
+// reservation is undone).
+uint32_t place_extent(State& s, const ObjectRequest& q, uint64_t request, place::Want want, place::Decision* d,
+                      bool* fresh_zero) noexcept {
   const uint64_t extent = place::extent_bytes_for(request);
   const bool parking = s.placer.drops_pages_on_free(place::kFastPool);
-  place::Decision d;
-  uint32_t slot = kNoSlot;
-  if (parking && c.want != place::Want::kSlow) {
+  // (The hint skips the heap's lock when no parked extent of the class exists: a miss took it twice.)
+  if (parking && want != place::Want::kSlow && !q.zero_first && s.heap.has_resident_cached(request, place::kFastPool)) {
     // A parked fast extent of this class: its pages are resident and its bytes already in the budget.
-    slot = s.heap.allocate(request, align, place::kFastPool, &fresh_zero, /*resident_only=*/true);
-    if (slot != kNoSlot) d = s.placer.reuse_parked_fast(extent);
-  }
-  if (slot == kNoSlot) {
-    if (parking && c.want != place::Want::kSlow) make_fast_room(extent);
-    d = s.placer.choose(extent, c.want);
-    if (c.want == place::Want::kFast && d.forced_slow) {
-      s.counters.planned_fast_forced_slow.fetch_add(1, std::memory_order_relaxed);
+    const uint32_t slot = s.heap.allocate(request, q.align, place::kFastPool, fresh_zero, /*resident_only=*/true);
+    if (slot != kNoSlot) {
+      *d = s.placer.reuse_parked_fast(extent);
+      return slot;
     }
-    slot = s.heap.allocate(request, align, d.pool, &fresh_zero);
-    if (slot == kNoSlot) {
-      s.placer.release(d.pool, extent);
-      s.counters.heap_full_fallbacks.fetch_add(1, std::memory_order_relaxed);
-      s.events.fill(c.ticket, ObjectEvent{ObjectEventKind::kAborted});
-      if (c.ticket != EventRing::kNoTicket) wake_service();
-      return nullptr;
-    }
-    // A parked extent freed concurrently may have come out of the cache after all: the new reservation
-    // counts it now, so its parked bytes leave the budget.
-    if (parking && d.pool == place::kFastPool && !fresh_zero) s.placer.unpark_fast(extent, false);
   }
-  ObjectRecord& r = s.heap.record(slot);
-  if (s.placer.enabled() && r.bound_node_plus1 != d.node + 1) {
-    std::string_view why;
-    void* start = reinterpret_cast<void*>(r.start);
-    const bool ok = r.bound_node_plus1 == 0 ? s.placer.bind(start, r.extent_bytes, d, &why)
-                                            : s.placer.rebind(start, r.extent_bytes, d, &why);
-    if (ok && r.bound_node_plus1 != 0) fresh_zero = true;
-    if (ok) r.bound_node_plus1 = static_cast<uint16_t>(d.node + 1);
+  if (parking && want != place::Want::kSlow) make_fast_room(extent);
+  *d = s.placer.choose(extent, want);
+  if (want == place::Want::kFast && d->forced_slow) {
+    s.counters.planned_fast_forced_slow.fetch_add(1, std::memory_order_relaxed);
   }
-  if (zeroed != nullptr) *zeroed = fresh_zero;
-
-  r.size = size;
-  r.site = site;
-  r.occurrence = c.occurrence;
-  r.tag = c.tag;
-  r.birth_step = c.step;
-  r.birth_event = c.event;
-  r.birth_ns = birth_ns;
-  expose_object(r);
-  s.events.fill(c.ticket, ObjectEvent{ObjectEventKind::kAlloc, r.pool, slot, r.generation, c.occurrence, c.event,
-                                      c.period, c.step, c.relocks, c.tag, site, size, r.extent_bytes, birth_ns,
-                                      live_bytes + size, c.clock});
-
-  s.counters.objects_tracked.fetch_add(1, std::memory_order_relaxed);
-  s.counters.bytes_tracked.fetch_add(size, std::memory_order_relaxed);
-  s.counters.live_objects.fetch_add(1, std::memory_order_relaxed);
-  update_peak(s.counters.live_bytes.fetch_add(size, std::memory_order_relaxed) + size);
-  if (c.announce) announce_period(c.period, c.explicit_marks, c.relocks);
-  if (c.ticket != EventRing::kNoTicket && !(c.quiet && quiet_events_may_wait())) wake_service();
-  return reinterpret_cast<void*>(r.start);
-}
-
-void free_object(void* p) noexcept {
-  State& s = g_state;
-  const uint32_t slot = s.heap.slot_of(p);
+  const uint32_t slot = s.heap.allocate(request, q.align, d->pool, fresh_zero, false, q.zero_first);
   if (slot == kNoSlot) {
-    s.counters.invalid_frees.fetch_add(1, std::memory_order_relaxed);
-    return;
+    s.placer.release(d->pool, extent);
+    return kNoSlot;
   }
-  ObjectRecord& r = s.heap.record(slot);
-  ExtentState expected = ExtentState::kLive;
-  if (!r.state.compare_exchange_strong(expected, ExtentState::kCached, std::memory_order_acq_rel)) {
-    s.counters.invalid_frees.fetch_add(1, std::memory_order_relaxed);  // double free
-    return;
-  }
-  const uint64_t size = r.size;
-  poison_extent(r);
-  s.counters.objects_freed.fetch_add(1, std::memory_order_relaxed);
-  s.counters.live_objects.fetch_sub(1, std::memory_order_relaxed);
-  const uint64_t live_after = s.counters.live_bytes.fetch_sub(size, std::memory_order_relaxed) - size;
-  if (s.events_enabled.load(std::memory_order_relaxed)) {
-    SpinGuard clock(s.clock_lock);
-    s.events.push(ObjectEvent{ObjectEventKind::kFree, r.pool, slot, r.generation, r.occurrence,
-                              s.detector.event_in_step(), s.detector.period(), s.detector.step_index(),
-                              s.detector.relocks(), r.tag, r.site, size, r.extent_bytes, os::measure_ns(), live_after,
-                              s.clock_ticks});
-  }
-  // No sampled window may stay protected once the extent can be handed to another object.
-  profiler_on_free(slot);
-  if (migration_on_free(slot)) return;  // a running move hands the extent back when it ends
-  release_extent(slot);
+  // A parked extent freed concurrently may have come out of the cache after all: the new reservation
+  // counts it now, so its parked bytes leave the budget.
+  if (parking && d->pool == place::kFastPool && !*fresh_zero) s.placer.unpark_fast(extent, false);
+  return slot;
 }
 
 }  // namespace
 
+thread_local ThreadState t_thread __attribute__((tls_model("initial-exec")));
+
+__attribute__((noinline)) void* alloc_object(const ObjectRequest& q, bool* zeroed) noexcept {
+  ReentrancyGuard guard;
+  State& s = g_state;
+  const uint64_t site = q.site != 0 ? q.site : s.sites.capture(s.config.stack_depth, kOwnFrames);
+  const ClockReading c = read_clock(s, site, q.size);
+  // The event's time (the step clock's time, os/measure_clock.h) is read by the profiler (phase
+  // durations); without events nobody reads one.
+  const uint64_t at_ns = c.ticket != EventRing::kNoTicket ? os::measure_ns() : 0;
+  const uint64_t live_bytes = s.counters.live_bytes.load(std::memory_order_relaxed);
+
+  bool fresh_zero = false;
+  place::Decision d;
+  const uint32_t slot = place_extent(s, q, q.reserve > q.size ? q.reserve : q.size, c.want, &d, &fresh_zero);
+  if (slot == kNoSlot) {
+    s.counters.heap_full_fallbacks.fetch_add(1, std::memory_order_relaxed);
+    s.events.fill(c.ticket, ObjectEvent{ObjectEventKind::kAborted});
+    if (c.ticket != EventRing::kNoTicket) wake_service();
+    return nullptr;
+  }
+  ObjectRecord& r = s.heap.record(slot);
+  const uint16_t bound = r.bound_node_plus1.load(std::memory_order_relaxed);
+  if (s.placer.enabled() && bound != d.node + 1) {
+    std::string_view why;
+    void* start = reinterpret_cast<void*>(r.start);
+    const bool ok =
+        bound == 0 ? s.placer.bind(start, r.extent_bytes, d, &why) : s.placer.rebind(start, r.extent_bytes, d, &why);
+    if (ok && bound != 0) fresh_zero = true;
+    if (ok) r.bound_node_plus1.store(static_cast<uint16_t>(d.node + 1), std::memory_order_relaxed);
+  }
+  if (zeroed != nullptr) *zeroed = fresh_zero;
+
+  r.size = q.size;
+  r.site = site;
+  r.occurrence = c.occurrence;
+  r.tag = c.tag;
+  expose_object(r);
+  s.events.fill(c.ticket, ObjectEvent{ObjectEventKind::kAlloc, r.pool.load(std::memory_order_relaxed), slot,
+                                      r.generation.load(std::memory_order_relaxed), c.occurrence, c.event, c.period,
+                                      c.step, c.relocks, c.tag, site, q.size, r.extent_bytes, at_ns,
+                                      live_bytes + q.size, c.clock});
+
+  s.counters.objects_tracked.fetch_add(1, std::memory_order_relaxed);
+  s.counters.bytes_tracked.fetch_add(q.size, std::memory_order_relaxed);
+  s.counters.live_objects.fetch_add(1, std::memory_order_relaxed);
+  update_peak(s.counters.live_bytes.fetch_add(q.size, std::memory_order_relaxed) + q.size);
+  if (c.announce) announce_period(c.period, c.explicit_marks, c.relocks);
+  const bool wake = (c.ticket != EventRing::kNoTicket && !(c.quiet && quiet_events_may_wait())) || c.search_due;
+  if (!service_running()) {
+    // A single-threaded program in track mode (service.h): the step search on this thread, a bounded slice
+    // per object, outside every lock; it keeps up (one event is logged per object).
+    s.steps.try_search(s.clock_lock, kInlineSearchEvents);
+  } else if (wake) {
+    wake_service();
+  }
+  return reinterpret_cast<void*>(r.start);
+}
+
+bool retire_object(uint32_t slot) noexcept {
+  State& s = g_state;
+  ObjectRecord& r = s.heap.record(slot);
+  ExtentState expected = ExtentState::kLive;
+  // seq_cst: pairs with a move's claim (migration.cc, try_claim), which it must see or be seen by.
+  if (!r.state.compare_exchange_strong(expected, ExtentState::kCached, std::memory_order_seq_cst)) {
+    s.counters.invalid_frees.fetch_add(1, std::memory_order_relaxed);  // double free
+    return false;
+  }
+  const uint64_t size = r.size;
+  s.counters.objects_freed.fetch_add(1, std::memory_order_relaxed);
+  s.counters.live_objects.fetch_sub(1, std::memory_order_relaxed);
+  const uint64_t live_after = s.counters.live_bytes.fetch_sub(size, std::memory_order_relaxed) - size;
+  if (s.events_enabled.load(std::memory_order_relaxed)) {
+    const uint64_t at_ns = os::measure_ns();
+    SpinGuard clock(s.clock_lock);
+    const StepClock& k = s.steps.clock();
+    s.events.push(ObjectEvent{ObjectEventKind::kFree, r.pool.load(std::memory_order_relaxed), slot,
+                              r.generation.load(std::memory_order_relaxed), r.occurrence, k.event_in_step(),
+                              k.period(), k.step_index(), k.relocks(), r.tag, r.site, size, r.extent_bytes, at_ns,
+                              live_after, s.clock_ticks});
+  }
+  // No sampled window may stay protected once the extent can be handed to another object.
+  profiler_on_free(slot);
+  return true;
+}
+
+void hand_back_extent(uint32_t slot) noexcept {
+  poison_extent(g_state.heap.record(slot));
+  if (migration_on_free(slot)) return;  // a move in flight hands the extent back when it ends
+  release_extent(slot);
+}
+
+void free_object(void* p) noexcept {
+  const uint32_t slot = g_state.heap.slot_of(p);
+  if (slot == kNoSlot) {
+    g_state.counters.invalid_frees.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  if (retire_object(slot)) hand_back_extent(slot);
+}
+
+void update_peak(uint64_t live) noexcept { update_peak_impl(live); }
+
+void expose_object(const ObjectRecord& r) noexcept {
+  auto* start = reinterpret_cast<char*>(r.start);
+  ASAN_UNPOISON_MEMORY_REGION(start, r.extent_bytes);
+  ASAN_POISON_MEMORY_REGION(start + r.size, r.extent_bytes - r.size);
+}
+void poison_extent(const ObjectRecord& r) noexcept {
+  ASAN_POISON_MEMORY_REGION(reinterpret_cast<char*>(r.start), r.extent_bytes);
+}
+
 void release_extent(uint32_t slot) noexcept {
   State& s = g_state;
   const ObjectRecord& r = s.heap.record(slot);
-  const uint8_t pool = r.pool;
+  const uint8_t pool = r.pool.load(std::memory_order_relaxed);
   const uint64_t extent = r.extent_bytes;
   if (!s.placer.drops_pages_on_free(pool)) {
     s.heap.release(slot);
@@ -294,7 +301,7 @@ void make_fast_room(uint64_t extent) noexcept {
   if (dropped > 0) s.placer.unpark_fast(dropped, true);                     // then the budget
 }
 
-void mark_thread_internal() noexcept { t_inside = 1; }
+void mark_thread_internal() noexcept { t_thread.inside = 1; }
 
 bool thread_inside_sentinel() noexcept { return ReentrancyGuard::inside(); }
 
@@ -303,101 +310,15 @@ void wake_service() noexcept {
   migrate::futex_wake(&g_state.service_wake, 1);
 }
 
-void* malloc(size_t size) noexcept {
-  if (is_object_request(size)) {
-    if (void* p = alloc_object(size, kPageSize, nullptr)) return p;
-  }
+void* malloc_object(size_t size) noexcept {
+  if (void* p = alloc_object(ObjectRequest{size, kPageSize})) return p;
   return system_malloc(size);
-}
-
-void free(void* p) noexcept {
-  if (p == nullptr) return;
-  if (g_state.heap.contains(p)) return free_object(p);
-  system_free(p);
-}
-
-void* calloc(size_t n, size_t size) noexcept {
-  size_t total;
-  if (__builtin_mul_overflow(n, size, &total)) {
-    errno = ENOMEM;
-    return nullptr;
-  }
-  if (is_object_request(total)) {
-    bool zeroed = false;
-    if (void* p = alloc_object(total, kPageSize, &zeroed)) {
-      if (!zeroed) std::memset(p, 0, total);
-      return p;
-    }
-  }
-  return system_calloc(n, size);
-}
-
-void* realloc(void* p, size_t size) noexcept {
-  if (p == nullptr) return malloc(size);
-  if (size == 0) {  // glibc: realloc(p, 0) frees p and returns NULL
-    free(p);
-    return nullptr;
-  }
-  State& s = g_state;
-  if (s.heap.contains(p)) {
-    const uint32_t slot = s.heap.slot_of(p);
-    if (slot == kNoSlot) {
-      s.counters.invalid_frees.fetch_add(1, std::memory_order_relaxed);
-      errno = EINVAL;
-      return nullptr;
-    }
-    ObjectRecord& r = s.heap.record(slot);
-    const uint64_t old_size = r.size;
-    // Stay in place while the extent fits and would not be more than half empty.
-    if (size >= s.threshold.load(std::memory_order_relaxed) && size <= r.extent_bytes &&
-        size * 2 > r.extent_bytes) {
-      r.size = size;
-      expose_object(r);
-      s.counters.inplace_reallocs.fetch_add(1, std::memory_order_relaxed);
-      if (size > old_size) {
-        update_peak(s.counters.live_bytes.fetch_add(size - old_size, std::memory_order_relaxed) + size -
-                    old_size);
-      } else {
-        s.counters.live_bytes.fetch_sub(old_size - size, std::memory_order_relaxed);
-      }
-      return p;
-    }
-    // A growing object gets 50% headroom, so a buffer grown step by step is copied O(log n) times.
-    void* q = is_object_request(size) ? alloc_object(size, kPageSize, nullptr, size > old_size ? size + size / 2 : 0)
-                                      : nullptr;
-    if (q == nullptr) q = system_malloc(size);
-    if (q == nullptr) {
-      errno = ENOMEM;
-      return nullptr;  // p is untouched
-    }
-    std::memcpy(q, p, old_size < size ? old_size : size);
-    free_object(p);
-    return q;
-  }
-  if (!is_bootstrap_pointer(p) && is_object_request(size)) {
-    if (void* q = alloc_object(size, kPageSize, nullptr, size + size / 2)) {
-      const size_t old_usable = real_malloc().malloc_usable_size(p);
-      std::memcpy(q, p, old_usable < size ? old_usable : size);
-      real_malloc().free(p);
-      return q;
-    }
-  }
-  return system_realloc(p, size);
-}
-
-void* reallocarray(void* p, size_t n, size_t size) noexcept {
-  size_t total;
-  if (__builtin_mul_overflow(n, size, &total)) {
-    errno = ENOMEM;
-    return nullptr;
-  }
-  return realloc(p, total);
 }
 
 int posix_memalign(void** out, size_t align, size_t size) noexcept {
   if (align % sizeof(void*) != 0 || !is_power_of_two(align)) return EINVAL;
   if (align <= kHugePageSize && is_object_request(size)) {
-    if (void* p = alloc_object(size, align, nullptr)) {
+    if (void* p = alloc_object(ObjectRequest{size, align})) {
       *out = p;
       return 0;
     }
@@ -407,21 +328,21 @@ int posix_memalign(void** out, size_t align, size_t size) noexcept {
 
 void* aligned_alloc(size_t align, size_t size) noexcept {
   if (is_power_of_two(align) && align <= kHugePageSize && is_object_request(size)) {
-    if (void* p = alloc_object(size, align, nullptr)) return p;
+    if (void* p = alloc_object(ObjectRequest{size, align})) return p;
   }
   return system_aligned_alloc(align, size);
 }
 
 void* memalign(size_t align, size_t size) noexcept {
   if (is_power_of_two(align) && align <= kHugePageSize && is_object_request(size)) {
-    if (void* p = alloc_object(size, align, nullptr)) return p;
+    if (void* p = alloc_object(ObjectRequest{size, align})) return p;
   }
   return system_memalign(align, size);
 }
 
 void* valloc(size_t size) noexcept {
   if (is_object_request(size)) {
-    if (void* p = alloc_object(size, kPageSize, nullptr)) return p;
+    if (void* p = alloc_object(ObjectRequest{size, kPageSize})) return p;
   }
   return system_valloc(size);
 }
@@ -435,24 +356,9 @@ void* pvalloc(size_t size) noexcept {
   rounded &= ~(kPageSize - 1);
   if (rounded == 0) rounded = kPageSize;
   if (is_object_request(rounded)) {
-    if (void* p = alloc_object(rounded, kPageSize, nullptr)) return p;
+    if (void* p = alloc_object(ObjectRequest{rounded, kPageSize})) return p;
   }
   return system_pvalloc(size);
-}
-
-size_t malloc_usable_size(void* p) noexcept {
-  if (g_state.heap.contains(p)) {
-    const uint32_t slot = g_state.heap.slot_of(p);
-    if (slot == kNoSlot) return 0;
-    const ObjectRecord& r = g_state.heap.record(slot);
-    if (r.state.load(std::memory_order_acquire) != ExtentState::kLive) return 0;
-#if defined(__SANITIZE_ADDRESS__)
-    return r.size;  // as ASan's own allocator says: the bytes past the size are poisoned (expose_object)
-#else
-    return r.extent_bytes;
-#endif
-  }
-  return system_malloc_usable_size(p);
 }
 
 }  // namespace sentinel::rt

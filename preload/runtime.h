@@ -15,8 +15,7 @@
 
 namespace sentinel::rt {
 
-void* malloc(size_t size) noexcept;
-void free(void* p) noexcept;
+// malloc and free are inline (object_path.h): their fast paths are part of the exported functions.
 void* calloc(size_t n, size_t size) noexcept;
 void* realloc(void* p, size_t size) noexcept;
 void* reallocarray(void* p, size_t n, size_t size) noexcept;

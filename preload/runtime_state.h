@@ -12,9 +12,8 @@
 #include "core/deferred_log.h"
 #include "core/event_ring.h"
 #include "core/object_heap.h"
-#include "core/site_counter.h"
 #include "core/spin_lock.h"
-#include "core/step_detector.h"
+#include "core/step_tracker.h"
 #include "manage/birth_table.h"
 #include "place/budget_placer.h"
 
@@ -65,7 +64,9 @@ struct State {
   Counters counters;
   DeferredLog log;
 
-  // The step clock: serialised by clock_lock.
+  // The step clock (and the log its search reads, core/step_tracker.h): serialised by clock_lock, which
+  // guards nothing else but the birth decision, the order of object events and the announcements, all of
+  // them a few dozen instructions. The search for the step structure runs on the service thread.
   SpinLock clock_lock;
   uint64_t clock_ticks = 0;  // object allocation events so far (ObjectEvent::clock)
   // While the emulated PMU's ring is registered: its step-clock word (sampler/emulated_pmu.h). Every
@@ -77,8 +78,7 @@ struct State {
   uint64_t* step_clock_mirror = nullptr;
   int64_t pmu_window_first_step = -1;
   int64_t pmu_window_end_step = -1;
-  StepDetector detector;
-  SiteCounter occurrences;
+  StepTracker steps;
   bool announced_period = false;
   uint64_t announced_relocks = 0;
 
@@ -98,5 +98,7 @@ struct State {
 extern constinit State g_state;
 
 uint64_t now_ns() noexcept;
+// What the step clock says, read under the clock lock (the rule for every reader of the clock).
+StepSummary step_summary() noexcept;
 
 }  // namespace sentinel::rt

@@ -1,7 +1,10 @@
 #include "service.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
+
+#include <cerrno>
 
 #include <atomic>
 #include <mutex>
@@ -18,6 +21,20 @@ namespace sentinel::rt {
 namespace {
 
 std::atomic<bool> g_running{false};
+std::atomic<bool> g_started{false};  // service_start_once() has run (or must never run: a forked child)
+
+using PthreadCreate = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
+// The next pthread_create (libc's), resolved on first use; dlsym may allocate (system allocator: this
+// thread is not in an allocation path here).
+PthreadCreate real_pthread_create() noexcept {
+  static std::atomic<PthreadCreate> resolved{nullptr};
+  PthreadCreate f = resolved.load(std::memory_order_acquire);
+  if (f == nullptr) {
+    f = reinterpret_cast<PthreadCreate>(::dlsym(RTLD_NEXT, "pthread_create"));
+    resolved.store(f, std::memory_order_release);
+  }
+  return f;
+}
 // The dispatcher's lock: the service thread's pass against the exit handler's. Never taken on a program
 // thread's allocation path.
 std::mutex g_dispatch;
@@ -32,6 +49,10 @@ void dispatch_pass() {
     while (g_state.events.pop(&e)) {
       if (e.kind == ObjectEventKind::kAborted) continue;
       const uint64_t key = instance_key(e.slot, e.generation);
+      if (e.kind == ObjectEventKind::kResize) {  // the mirror's size; consumers place objects by their births
+        if (auto it = live.find(key); it != live.end()) it->second.size = e.size;
+        continue;
+      }
       if (e.kind == ObjectEventKind::kAlloc) live[key] = LiveObject{e.tag, e.site, e.occurrence, e.size, e.extent_bytes};
       profiler_on_event(e, live);
       manager_on_event(e, live);
@@ -58,6 +79,9 @@ void* service_main(void*) {
   mark_thread_internal();
   while (g_running.load(std::memory_order_relaxed)) {
     const uint32_t seen = g_state.service_wake.load(std::memory_order_acquire);
+    // The step search, off the allocation path (core/step_tracker.h): first, so that a structure it finds
+    // is in force for the events dispatched next.
+    g_state.steps.search(g_state.clock_lock);
     dispatch_pass();
     // Quiet allocation events may wait for a later wake-up only while the manager has nothing to do at
     // them (runtime.cc). When that ends, an event filled while the flag still said so may not have woken
@@ -77,25 +101,39 @@ void* service_main(void*) {
 
 }  // namespace
 
-void service_start() noexcept {
+void service_start_once() noexcept {
+  if (g_started.exchange(true, std::memory_order_acq_rel)) return;
   // Signals stay with the program's threads: the service thread blocks all of them.
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
   pthread_t thread;
-  g_running.store(true, std::memory_order_relaxed);
-  if (pthread_create(&thread, nullptr, service_main, nullptr) == 0) {
+  g_running.store(true, std::memory_order_release);
+  // Through the process's pthread_create, not libc's directly: a sanitizer's interceptor ahead of
+  // Sentinel must see the thread (Sentinel's own export finds the service started and passes it on).
+  if (::pthread_create(&thread, nullptr, service_main, nullptr) == 0) {
     pthread_detach(thread);
   } else {
-    g_running.store(false, std::memory_order_relaxed);
+    g_running.store(false, std::memory_order_release);
   }
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+bool service_running() noexcept { return g_running.load(std::memory_order_acquire); }
+
+int program_thread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*start)(void*), void* arg) noexcept {
+  // The program becomes multi-threaded: Sentinel's own thread no longer costs it glibc's single-threaded
+  // mode. (Sentinel's own threads come here too: the engine's, started at initialisation with the service.)
+  if (g_state.phase.load(std::memory_order_acquire) == Phase::kActive) service_start_once();
+  PthreadCreate create = real_pthread_create();
+  return create != nullptr ? create(thread, attr, start, arg) : EAGAIN;
 }
 
 void service_drain() noexcept { dispatch_pass(); }
 
 void service_fork_child() noexcept {
   g_running.store(false, std::memory_order_relaxed);
+  g_started.store(true, std::memory_order_relaxed);  // a child that does not exec runs as pass-through
   // The parent's service thread may have held the lock at fork: the child has no such thread.
   new (&g_dispatch) std::mutex();
 }

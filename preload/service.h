@@ -6,9 +6,19 @@
 // objects, kept by the dispatcher: an allocation enters it before the consumers see the event, a free
 // leaves it after they have.
 //
-// Thread safety: service_start() once at initialisation; service_drain() from the exit handler (it takes
-// the dispatcher's lock, so it never runs at the same time as the service thread's own pass).
+// When it starts: at initialisation in profile and managed mode, with a status file, and whenever placement
+// is on (the migration engine's thread makes the process multi-threaded anyway). In track mode otherwise,
+// when the program creates its first thread (program_thread_create): until then a single-threaded program
+// stays single-threaded, which glibc's allocator serves without its locks (a second thread, even an idle
+// one, doubles the cost of a realloc or a small block from its bins: bench/preload), and the step search
+// runs on the allocating thread, a bounded slice per object (runtime.cc), outside every lock.
+//
+// Thread safety: service_start_once() from any thread (the first call starts it); service_drain() from the
+// exit handler (it takes the dispatcher's lock, so it never runs at the same time as the service thread's
+// own pass); service_running() from any thread.
 #pragma once
+
+#include <pthread.h>
 
 #include <cstdint>
 #include <unordered_map>
@@ -29,7 +39,10 @@ using LiveObjects = std::unordered_map<uint64_t, LiveObject>;
 
 inline uint64_t instance_key(uint32_t slot, uint32_t generation) { return (uint64_t{slot} << 32) | generation; }
 
-void service_start() noexcept;
+void service_start_once() noexcept;
+bool service_running() noexcept;
+// pthread_create as the program sees it (override.cc): starts the service thread first, if not yet.
+int program_thread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*start)(void*), void* arg) noexcept;
 // One dispatcher pass on the calling thread (the exit handler's last look at the events).
 void service_drain() noexcept;
 // In a forked child: the service thread is gone.

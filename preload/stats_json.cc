@@ -10,6 +10,7 @@
 #include "core/text_buf.h"
 #include "manager.h"
 #include "migration.h"
+#include "object_path.h"
 #include "os/dry_run.h"
 #include "profiler.h"
 #include "os/measure_clock.h"
@@ -24,28 +25,31 @@ namespace key = stats_key;
 void add_run(Json& j, const State& s) {
   const Counters& c = s.counters;
   const HeapStats heap = s.heap.reserved_bytes() != 0 ? s.heap.stats() : HeapStats{};
-  const StepDetector& d = s.detector;
+  const StepSummary d = step_summary();
   j[key::kPid] = static_cast<int>(s.init_pid);
   j[key::kRank] = s.rank < 0 ? Json(nullptr) : Json(s.rank);
   j[key::kForkedChildren] = c.forked_children.load();
   j[key::kRuntimeSeconds] = static_cast<double>(now_ns() - s.start_ns) / 1e9;
   j[key::kMeasureClock] = os::measure_clock_name(os::measure_clock());
   j[key::kMinObjectBytes] = s.config.min_object;
-  j[key::kStepsDetected] = d.complete_steps();
-  j[key::kLastStepIndex] = d.step_index();
-  j[key::kStepDetection] = d.explicit_marks() ? "marked" : (d.locked() ? "automatic" : "none");
-  j[key::kStepPeriodEvents] = d.period();
-  j[key::kStepRedetections] = d.relocks();
-  j[key::kObjectsPerStep] = d.last_step_objects();
-  j[key::kBytesPerStep] = d.last_step_bytes();
+  j[key::kStepsDetected] = d.complete_steps;
+  j[key::kLastStepIndex] = d.step_index;
+  j[key::kStepDetection] = d.explicit_marks ? "marked" : (d.locked ? "automatic" : "none");
+  j[key::kStepPeriodEvents] = d.period;
+  j[key::kStepRedetections] = d.relocks;
+  j[key::kObjectsPerStep] = d.last_step_objects;
+  j[key::kBytesPerStep] = d.last_step_bytes;
   j[key::kObjectsTracked] = c.objects_tracked.load();
   j[key::kBytesTracked] = c.bytes_tracked.load();
   j[key::kObjectsFreed] = c.objects_freed.load();
   j[key::kLiveObjectsAtExit] = c.live_objects.load();
   j[key::kLiveBytesAtExit] = c.live_bytes.load();
   j[key::kPeakObjectBytes] = c.peak_live_bytes.load();
-  j[key::kAllocationEvents] = d.events_seen();
+  j[key::kAllocationEvents] = d.events;
+  j[key::kStepSearchAdoptions] = s.steps.adoptions();
+  j[key::kStepSearchDroppedEvents] = s.steps.dropped_events();
   j[key::kInplaceReallocs] = c.inplace_reallocs.load();
+  j[key::kReallocRemaps] = realloc_remapped();
   j[key::kInvalidFrees] = c.invalid_frees.load();
   j[key::kHeapFullFallbacks] = c.heap_full_fallbacks.load();
   j[key::kExtentsCarved] = heap.extents_carved;
@@ -83,6 +87,11 @@ void add_placement(Json& j, const State& s) {
   j[key::kForcedSlowAllocations] = p.forced_slow_allocations;
   j[key::kPlannedSlowAllocations] = p.planned_slow_allocations;
   j[key::kFastParkedBytes] = p.fast_parked_bytes;
+  // The budget's books at exit: what live objects hold in each tier (every byte a move reserved is given
+  // back when it ends), and releases of more bytes than a pool held (0 unless the books are broken).
+  j[key::kFastLiveBytesAtExit] = p.fast_live_bytes;
+  j[key::kSlowLiveBytesAtExit] = p.slow_live_bytes;
+  j[key::kPlacerReleaseErrors] = p.release_errors;
   j[key::kParkedFastReuses] = p.parked_reuses;
   j[key::kParkedFastTrimmedBytes] = p.parked_trimmed_bytes;
   j[key::kBindFailures] = p.bind_failures;
@@ -103,6 +112,7 @@ void add_placement(Json& j, const State& s) {
   j[key::kMigrationSeconds] = static_cast<double>(mig.engine.move_ns) / 1e9;
   j[key::kFreesDuringMigration] = mig.deferred_frees;
   j[key::kPartialMovesCountedFast] = mig.partial_moves_counted_fast;
+  j[key::kMigrationStaleCompletions] = mig.stale_completions;
   j[key::kFastNode] = s.placer.enabled() ? s.placer.fast_node() : -1;
   j[key::kSlowNode] = s.placer.enabled() ? s.placer.slow_node() : -1;
   j[key::kTopology] = std::string(s.topology);
@@ -181,7 +191,7 @@ bool write_stats_json(const char* path, std::string* error) noexcept {
 bool write_event_trace(const char* path, std::string* error) noexcept {
   try {
     std::string text = "# sentinel allocation-event trace: site live_objects live_bytes size small_before\n";
-    g_state.detector.for_each_event([&text](uint64_t site, uint32_t objects, uint64_t bytes, uint64_t size,
+    g_state.steps.for_each_searched_event([&text](uint64_t site, uint32_t objects, uint64_t bytes, uint64_t size,
                                             uint32_t small_before) {
       char line[112];
       std::snprintf(line, sizeof line, "%016llx %u %llu %llu %u\n", static_cast<unsigned long long>(site), objects,

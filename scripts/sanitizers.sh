@@ -12,8 +12,9 @@
 #     override.cc and real_malloc.cc are left uninstrumented and route calls made before Sentinel's
 #     constructor to the system allocator (ASan's start-up calls malloc before its shadow exists).
 #   - ThreadSanitizer over the suites with threads racing on shared state: the migration engine, the
-#     fast-memory budget (placer) and the step detector. Not over the preload: TSan's runtime calls
-#     realloc (glibc's pthread_getattr_np) while starting each thread, before that thread's TSan state
+#     fast-memory budget (placer), the step detector and its tracker, the call-site cache. Not over the
+#     preload: TSan's runtime calls realloc (glibc's pthread_getattr_np) while starting each thread,
+#     before that thread's TSan state
 #     exists, and a preloaded TSan-built libsentinel.so then faults in its first instrumented function
 #     (tried: preload_hazard_test dies in sentinel::rt::realloc under pthread_getattr_np under TSan's
 #     ThreadStart). Sentinel cannot tell those calls apart. A pthread_create wrapper marking the threads
@@ -66,11 +67,11 @@ for suite in io_buffers_test hostile_env_test; do  # these preload the library i
   "$asan_dir/tests/preload/$suite" --gtest_brief=1
 done
 
-echo "== ThreadSanitizer: migration engine, budget and step detector"
+echo "== ThreadSanitizer: migration engine, budget, step detector and tracker, call-site cache"
 configure "$tsan_dir" "$tsan_flags"
 cmake --build "$tsan_dir" -j "$jobs" --target sentinel_migrate_tests sentinel_place_tests core_test
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
 "$tsan_dir/tests/migrate/sentinel_migrate_tests" --gtest_brief=1
 "$tsan_dir/tests/place/sentinel_place_tests" --gtest_brief=1
-"$tsan_dir/tests/core/core_test" --gtest_brief=1 --gtest_filter='StepDetector*'
+"$tsan_dir/tests/core/core_test" --gtest_brief=1 --gtest_filter='StepDetector*:StepTracker*:CallSiteConcurrent*'
 echo "== sanitizers: no reports"

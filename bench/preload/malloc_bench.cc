@@ -8,7 +8,7 @@
 //
 //   sentinel_bench_malloc [--case NAME]... [--reps N] [--scale F] [--list]
 //
-// One op is one malloc/free pair (calloc/free for calloc_large, one realloc call for realloc_grow).
+// One op is one malloc/free pair (calloc/free for the calloc cases, one realloc call for the realloc cases).
 // Within one run a case is executed once untimed (warm-up: first extents, first faults) and then --reps
 // times; the median of the reps is printed. Sizes come from a fixed pseudo-random sequence, generated
 // before timing so its cost is not measured.
@@ -122,20 +122,25 @@ void run_calloc_large(size_t ops) {
   }
 }
 
-// One op = one realloc call. Each chain starts at 16 KiB (below the 64 KiB object threshold) and grows
-// by 1/4 per call up to 1 MiB, so every chain crosses the threshold once and then grows as an object.
-// The last byte is written after each call, so the block is really usable at its new size.
-void run_realloc_grow(size_t ops) {
+// One op = one realloc call. Each chain starts at `from` and grows by 1/`step` of its size per call up to
+// `to`. With touch_new every page the call added is written (a buffer being filled, as Python fills a
+// bytearray or a list it grows); otherwise only the last byte.
+void realloc_chains(size_t ops, size_t from, size_t to, size_t step, bool touch_new) {
   size_t done = 0;
   while (done < ops) {
-    size_t n = 16 << 10;
+    size_t n = from;
     char* p = static_cast<char*>(std::malloc(n));
     if (p == nullptr) std::abort();
+    for (size_t off = 0; off < n; off += kPage) p[off] = 1;
     p[n - 1] = 1;
-    while (n < (1 << 20) && done < ops) {
-      n += n / 4;
+    while (n < to && done < ops) {
+      const size_t before = n;
+      n += n / step;
       p = static_cast<char*>(std::realloc(p, n));
       if (p == nullptr) std::abort();
+      if (touch_new) {
+        for (size_t off = (before + kPage - 1) / kPage * kPage; off < n; off += kPage) p[off] = 1;
+      }
       p[n - 1] = 1;
       ++done;
     }
@@ -143,14 +148,54 @@ void run_realloc_grow(size_t ops) {
   }
 }
 
-// Two threads, each doing `ops` large malloc/free pairs on its own size sequence at the same time.
-// ns/op is wall time divided by ops per thread: the cost one thread sees while the other competes.
-void run_mt2_large(size_t ops) {
-  static const auto other = log_sizes(4096, 64 << 10, 8 << 20, 4);
-  std::thread t([ops] { malloc_batches(other, ops, 4, false); });
-  malloc_batches(large_sizes(), ops, 4, false);
-  t.join();
+// Chains from 16 KiB (below the 64 KiB object threshold: under Sentinel they stay the system
+// allocator's, which grows them) to 1 MiB, in 25% and 12.5% steps.
+void run_realloc_grow(size_t ops) { realloc_chains(ops, 16 << 10, 1 << 20, 4, false); }
+void run_realloc_grow_12(size_t ops) { realloc_chains(ops, 16 << 10, 1 << 20, 8, false); }
+// Chains of objects: from 64 KiB (an object from its first malloc) to 64 MiB, every new page written.
+void run_realloc_big_25(size_t ops) { realloc_chains(ops, 64 << 10, 64 << 20, 4, true); }
+void run_realloc_big_12(size_t ops) { realloc_chains(ops, 64 << 10, 64 << 20, 8, true); }
+
+// calloc of 1..8 MiB, one byte per page read back (the zeros are there), free.
+void run_calloc_read(size_t ops) {
+  static const auto sizes = log_sizes(4096, 1 << 20, 8 << 20, 5);
+  for (size_t i = 0; i < ops; ++i) {
+    const size_t n = sizes[i % sizes.size()];
+    auto* p = static_cast<volatile char*>(std::calloc(1, n));
+    if (p == nullptr) std::abort();
+    char sum = 0;
+    for (size_t off = 0; off < n; off += kPage) sum = static_cast<char>(sum + p[off]);
+    if (sum != 0) std::abort();
+    std::free(const_cast<char*>(p));
+  }
 }
+
+// `threads` threads, each doing `ops` large malloc/free pairs on its own size sequence at the same time.
+// ns/op is wall time divided by ops per thread: the cost one thread sees while the others compete (more
+// threads than CPUs: they also wait for a CPU, in both modes alike; a lock holder that loses its CPU makes
+// the others wait for it, which is what these cases look for).
+// Thread k's sizes: thread 0 has large's, thread 1 mt2_large's second sequence as before; made once, in
+// the untimed warm-up.
+const std::vector<size_t>& thread_sizes(int k) {
+  static const auto all = [] {
+    std::vector<std::vector<size_t>> v;
+    for (int t = 0; t < 8; ++t) v.push_back(log_sizes(4096, 64 << 10, 8 << 20, 3 + t));
+    return v;
+  }();
+  return all[k];
+}
+
+void run_mt_large(size_t ops, int threads) {
+  thread_sizes(0);
+  std::vector<std::thread> others;
+  for (int k = 1; k < threads; ++k) others.emplace_back([ops, k] { malloc_batches(thread_sizes(k), ops, 4, false); });
+  malloc_batches(thread_sizes(0), ops, 4, false);
+  for (auto& t : others) t.join();
+}
+void run_mt1_large(size_t ops) { run_mt_large(ops, 1); }
+void run_mt2_large(size_t ops) { run_mt_large(ops, 2); }
+void run_mt4_large(size_t ops) { run_mt_large(ops, 4); }
+void run_mt8_large(size_t ops) { run_mt_large(ops, 8); }
 
 const Case kCases[] = {
     {"small", "malloc/free 16..1024 B, batches of 64", 400000, run_small},
@@ -158,8 +203,15 @@ const Case kCases[] = {
     {"large", "malloc/free 64 KiB..8 MiB (log-uniform), batches of 4, untouched", 20000, run_large},
     {"large_touch", "as large, one byte written per 4 KiB page", 2000, run_large_touch},
     {"calloc_large", "calloc/free 64 KiB..8 MiB", 4000, run_calloc_large},
+    {"calloc_read", "calloc 1..8 MiB, one byte per page read back, free", 1000, run_calloc_read},
     {"realloc_grow", "realloc 16 KiB -> 1 MiB in 25% steps (crosses 64 KiB)", 20000, run_realloc_grow},
+    {"realloc_grow_12", "realloc 16 KiB -> 1 MiB in 12.5% steps (crosses 64 KiB)", 20000, run_realloc_grow_12},
+    {"realloc_big_25", "realloc 64 KiB -> 64 MiB in 25% steps, new pages written", 640, run_realloc_big_25},
+    {"realloc_big_12", "realloc 64 KiB -> 64 MiB in 12.5% steps, new pages written", 640, run_realloc_big_12},
+    {"mt1_large", "1 thread as large (the mt cases' baseline)", 10000, run_mt1_large},
     {"mt2_large", "2 threads, each as large; wall ns per op per thread", 10000, run_mt2_large},
+    {"mt4_large", "4 threads, each as large; wall ns per op per thread", 5000, run_mt4_large},
+    {"mt8_large", "8 threads, each as large; wall ns per op per thread", 2500, run_mt8_large},
 };
 
 const char* sentinel_state() {

@@ -13,7 +13,7 @@
 // newest value is lost, nothing is overwritten; the consumer knows its view is incomplete).
 //
 // Thread safety: reserve()/push() by one producer at a time; fill() from any thread, exactly once per
-// ticket; pop()/pop_if() by one consumer thread; dropped()/pushed()/empty() from any thread.
+// ticket; pop()/pop_if()/peek()/popped() by one consumer thread; dropped()/pushed()/empty() from any thread.
 #pragma once
 
 #include <atomic>
@@ -64,6 +64,17 @@ class BoundedRing {
     tail_.store(tail + 1, std::memory_order_release);
     return true;
   }
+  // Consumer: the value at position `pos` (at or after the oldest not yet popped), when it is filled,
+  // without popping it. A filled position stays as it is until the consumer pops past it.
+  bool peek(uint64_t pos, T* out) const noexcept {
+    if (pos < tail_.load(std::memory_order_relaxed)) return false;
+    const Slot& s = slots_[pos & (kCapacity - 1)];
+    if (s.ready.load(std::memory_order_acquire) != pos + 1) return false;
+    *out = s.value;
+    return true;
+  }
+  // Consumer: the position of the oldest value not yet popped.
+  uint64_t popped() const noexcept { return tail_.load(std::memory_order_relaxed); }
   bool empty() const noexcept {
     return tail_.load(std::memory_order_acquire) == head_.load(std::memory_order_acquire);
   }

@@ -25,9 +25,10 @@ uint64_t hash_basename(const char* path) {
 
 uint64_t CallSiteHasher::normalize(uintptr_t pc) noexcept {
   const uint32_t at = static_cast<uint32_t>(mix64(pc)) & (kCacheSize - 1);
+  Entry& entry = cache_[at];
   {
-    SpinGuard guard(lock_);
-    if (cache_[at].pc == pc) return cache_[at].normalized;
+    const uint64_t n = entry.normalized.load(std::memory_order_relaxed);
+    if (entry.check.load(std::memory_order_relaxed) == (pc ^ n ^ kCheckSalt)) return n;
   }
   uint64_t normalized = pc;
   // pc is a return address: pc - 1 lies inside the call instruction, inside the caller's module.
@@ -44,9 +45,9 @@ uint64_t CallSiteHasher::normalize(uintptr_t pc) noexcept {
       normalized = hash_basename(info.dli_fname) ^ (pc - reinterpret_cast<uintptr_t>(info.dli_fbase));
     }
   }
-  SpinGuard guard(lock_);
-  cache_[at] = Entry{pc, normalized};
-  ++misses_;
+  entry.normalized.store(normalized, std::memory_order_relaxed);
+  entry.check.store(pc ^ normalized ^ kCheckSalt, std::memory_order_relaxed);
+  misses_.fetch_add(1, std::memory_order_relaxed);
   return normalized;
 }
 
@@ -122,19 +123,14 @@ uint64_t CallSiteHasher::capture(uint32_t depth, uint32_t skip) noexcept {
 }
 
 void CallSiteHasher::fork_prepare() noexcept {
-  // Captures started from now on return at once; those in progress (which may take lock_) finish first.
+  // Captures started from now on return at once; those in progress finish first.
   forking_.store(true, std::memory_order_seq_cst);
   while (unwinding_.load(std::memory_order_seq_cst) != 0) sched_yield();
-  lock_.lock();
 }
 
-void CallSiteHasher::fork_parent() noexcept {
-  lock_.unlock();
-  forking_.store(false, std::memory_order_release);
-}
+void CallSiteHasher::fork_parent() noexcept { forking_.store(false, std::memory_order_release); }
 
 void CallSiteHasher::fork_child() noexcept {
-  lock_.reset_after_fork();
   unwinding_.store(0, std::memory_order_relaxed);  // only the forking thread survives
   forking_.store(false, std::memory_order_release);
 }

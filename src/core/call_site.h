@@ -2,17 +2,22 @@
 //
 // Return addresses are made module-relative (hash of the module's file name plus the offset), so the
 // same call-site gets the same hash in every run despite address-space randomisation, and profiles
-// recorded in one run describe the next. Resolving an address to its module (dladdr) is cached in a
-// fixed table; dladdr itself runs without any Sentinel lock held.
+// recorded in one run describe the next. Resolving an address to its module (_dl_find_object, dladdr) is
+// cached in a fixed table that takes no lock: each entry is two words, the value and a check word (the
+// address xor the value xor a constant), written and read with relaxed atomics; a reader accepts an
+// entry only if the check matches the address it looks for, so an entry torn by two writers (or read
+// while written) is a miss, not a wrong value. (The lockless transposition table of chess programs.)
+// A wrong hit would need two different entries whose words xor to the looked-for address: the check is
+// 64 bits wide.
 //
-// Thread safety: capture() may be called from any thread concurrently. It never allocates
-// (libunwind's local unwinder uses its own mmap-backed pools).
+// Thread safety: capture(), normalize(), hash_frames() and cache_misses() may be called from any thread
+// concurrently; they take no lock. They never allocate (libunwind's local unwinder uses its own
+// mmap-backed pools).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 
-#include "core/spin_lock.h"
 
 namespace sentinel {
 
@@ -36,26 +41,26 @@ class CallSiteHasher {
   // Module-relative, run-stable identity of one code address.
   uint64_t normalize(uintptr_t pc) noexcept;
 
-  uint64_t cache_misses() const noexcept { return misses_; }
+  uint64_t cache_misses() const noexcept { return misses_.load(std::memory_order_relaxed); }
 
   // fork(): no unwind may be in progress when the process forks (libunwind's own locks would be inherited
-  // taken, and the child's first object allocation would hang in unw_backtrace), and the cache lock is
-  // held across it. While a fork is being prepared, capture() returns 0 at once instead of unwinding.
+  // taken, and the child's first object allocation would hang in unw_backtrace). While a fork is being
+  // prepared, capture() returns 0 at once instead of unwinding.
   void fork_prepare() noexcept;
   void fork_parent() noexcept;
   void fork_child() noexcept;
 
  private:
   static constexpr uint32_t kCacheSize = 4096;  // power of two
+  static constexpr uint64_t kCheckSalt = 0x9e3779b97f4a7c15ull;  // an empty entry (0, 0) checks no address
   struct Entry {
-    uintptr_t pc;
-    uint64_t normalized;
+    std::atomic<uint64_t> normalized{0};
+    std::atomic<uint64_t> check{0};  // pc ^ normalized ^ kCheckSalt
   };
-  SpinLock lock_;
   uintptr_t own_lo_ = 0;  // [own_lo_, own_hi_): the skipped module's mapped segments
   uintptr_t own_hi_ = 0;
   Entry cache_[kCacheSize] = {};
-  uint64_t misses_ = 0;
+  std::atomic<uint64_t> misses_{0};
   std::atomic<uint32_t> unwinding_{0};  // captures in progress
   std::atomic<bool> forking_{false};
 };

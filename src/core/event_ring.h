@@ -11,7 +11,8 @@
 namespace sentinel {
 
 // kAborted: a reserved event whose allocation did not happen (the heap was full); consumers skip it.
-enum class ObjectEventKind : uint8_t { kAlloc, kFree, kAborted };
+// kResize: a realloc changed a live object's size within its extent (size: the new one).
+enum class ObjectEventKind : uint8_t { kAlloc, kFree, kAborted, kResize };
 
 struct ObjectEvent {
   ObjectEventKind kind;

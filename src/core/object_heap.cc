@@ -60,14 +60,17 @@ void ObjectHeap::destroy() noexcept {
   size_ = 0;
 }
 
-uint32_t ObjectHeap::pop_cached_locked(uint32_t cls, uint8_t pool, uint64_t align, bool resident_only) noexcept {
-  for (int resident = 1; resident >= (resident_only ? 1 : 0); --resident) {
+uint32_t ObjectHeap::pop_cached_locked(uint32_t cls, uint8_t pool, uint64_t align, bool resident_only,
+                                       bool zero_first) noexcept {
+  const int lists = resident_only ? 1 : 2;
+  for (int k = 0; k < lists; ++k) {
+    const int resident = zero_first && !resident_only ? k : 1 - k;  // [1]: resident pages, [0]: returned
     uint32_t& head = cache_head_[cls][pool][resident];
     if (head == 0) continue;
     const uint32_t slot = head - 1;
     ObjectRecord& r = records_[slot];
     if ((r.start & (align - 1)) != 0) continue;  // rare: over-aligned request; try the other list or carve
-    head = r.next_cached == kNoSlot ? 0 : r.next_cached + 1;
+    __atomic_store_n(&head, r.next_cached == kNoSlot ? 0 : r.next_cached + 1, __ATOMIC_RELAXED);
     stats_.cached_bytes -= r.extent_bytes;
     if (r.resident) stats_.cached_resident_bytes -= r.extent_bytes;
     ++stats_.extents_reused;
@@ -78,9 +81,9 @@ uint32_t ObjectHeap::pop_cached_locked(uint32_t cls, uint8_t pool, uint64_t alig
 
 void ObjectHeap::push_cached_locked(uint32_t slot) noexcept {
   ObjectRecord& r = records_[slot];
-  uint32_t& head = cache_head_[r.size_class][r.pool][r.resident ? 1 : 0];
+  uint32_t& head = cache_head_[r.size_class][r.pool.load(std::memory_order_relaxed)][r.resident ? 1 : 0];
   r.next_cached = head == 0 ? kNoSlot : head - 1;
-  head = slot + 1;
+  __atomic_store_n(&head, slot + 1, __ATOMIC_RELAXED);  // has_resident_cached() peeks without the lock
   stats_.cached_bytes += r.extent_bytes;
   if (r.resident) stats_.cached_resident_bytes += r.extent_bytes;
 }
@@ -106,7 +109,8 @@ uint32_t ObjectHeap::carve_locked(uint32_t cls, uint64_t align, uintptr_t* start
   return slot;
 }
 
-uint32_t ObjectHeap::allocate(uint64_t size, uint64_t align, uint8_t pool, bool* zeroed, bool resident_only) noexcept {
+uint32_t ObjectHeap::allocate(uint64_t size, uint64_t align, uint8_t pool, bool* zeroed, bool resident_only,
+                              bool zero_first) noexcept {
   if (size == 0 || size > size_ / 2 || pool >= kMaxPools) return kNoSlot;
   if (align < kPageSize) align = kPageSize;
   if (align > kHugePageSize || (align & (align - 1)) != 0) return kNoSlot;
@@ -118,7 +122,7 @@ uint32_t ObjectHeap::allocate(uint64_t size, uint64_t align, uint8_t pool, bool*
   bool fresh = false;
   {
     SpinGuard guard(lock_);
-    slot = pop_cached_locked(cls, pool, align, resident_only);
+    slot = pop_cached_locked(cls, pool, align, resident_only, zero_first);
     if (slot == kNoSlot) {
       if (resident_only) return kNoSlot;
       slot = carve_locked(cls, align, &start);
@@ -136,8 +140,8 @@ uint32_t ObjectHeap::allocate(uint64_t size, uint64_t align, uint8_t pool, bool*
     r.start = start;
     r.extent_bytes = class_pages(cls) * kPageSize;
     r.size_class = static_cast<uint16_t>(cls);
-    r.pool = pool;
-    r.generation = 0;
+    r.pool.store(pool, std::memory_order_relaxed);
+    r.generation.store(0, std::memory_order_relaxed);
     if (r.extent_bytes >= kHugePageSize) {
       os::madvise(reinterpret_cast<void*>(start), r.extent_bytes, MADV_HUGEPAGE);
     }
@@ -148,13 +152,12 @@ uint32_t ObjectHeap::allocate(uint64_t size, uint64_t align, uint8_t pool, bool*
   r.size = size;
   r.tag = 0;
   r.site = 0;
-  r.birth_step = -1;
-  r.birth_ns = 0;
   r.occurrence = 0;
-  r.birth_event = 0;
   r.next_cached = kNoSlot;
-  r.move_flags.store(0, std::memory_order_relaxed);
-  ++r.generation;
+  const uint32_t generation = r.generation.load(std::memory_order_relaxed) + 1;
+  r.generation.store(generation, std::memory_order_relaxed);
+  // A claim of an earlier life that is still being dropped cannot match this word (its generation differs).
+  r.move_claim.store(move_claim_word(generation, 0), std::memory_order_relaxed);
   r.state.store(ExtentState::kLive, std::memory_order_release);
   return slot;
 }
@@ -173,20 +176,31 @@ bool ObjectHeap::release(uint32_t slot, bool drop_pages) noexcept {
   ObjectRecord& r = records_[slot];
   r.size = 0;
   r.state.store(ExtentState::kCached, std::memory_order_release);
-  bool trim = drop_pages;
-  if (!trim) {
+  if (!drop_pages) {
+    // One lock round trip when nothing is trimmed (the common case): the extent goes straight to the cache.
     SpinGuard guard(lock_);
-    trim = stats_.cached_resident_bytes + r.extent_bytes > cache_limit_.load(std::memory_order_relaxed);
+    const bool over = stats_.cached_resident_bytes + r.extent_bytes > cache_limit_.load(std::memory_order_relaxed);
+    if (!over || !r.resident) {
+      if (over) ++stats_.extents_trimmed;  // over the limit, but its pages were returned already
+      push_cached_locked(slot);
+      return r.resident;
+    }
   }
-  if (trim && r.resident) {
+  if (r.resident) {
     // Outside the lock: the extent is in no list, nobody else can reach it.
     // Only a successful MADV_DONTNEED makes the extent read as zeros again (calloc relies on it).
     if (os::madvise(reinterpret_cast<void*>(r.start), r.extent_bytes, MADV_DONTNEED) == 0) r.resident = false;
   }
   SpinGuard guard(lock_);
-  if (trim && !r.resident) ++stats_.extents_trimmed;
+  if (!r.resident) ++stats_.extents_trimmed;
   push_cached_locked(slot);
   return r.resident;
+}
+
+bool ObjectHeap::has_resident_cached(uint64_t size, uint8_t pool) const noexcept {
+  if (size == 0 || size > size_ / 2 || pool >= kMaxPools) return false;
+  const uint32_t cls = size_class_of_pages(pages_for(size));
+  return cls < kNumSizeClasses && __atomic_load_n(&cache_head_[cls][pool][1], __ATOMIC_RELAXED) != 0;
 }
 
 uint64_t ObjectHeap::trim_cached(uint8_t pool, uint64_t bytes) noexcept {
@@ -201,7 +215,7 @@ uint64_t ObjectHeap::trim_cached(uint8_t pool, uint64_t bytes) noexcept {
       uint32_t& head = cache_head_[cls][pool][1];
       const uint32_t slot = head - 1;
       ObjectRecord& r = records_[slot];
-      head = r.next_cached == kNoSlot ? 0 : r.next_cached + 1;
+      __atomic_store_n(&head, r.next_cached == kNoSlot ? 0 : r.next_cached + 1, __ATOMIC_RELAXED);
       stats_.cached_bytes -= r.extent_bytes;
       stats_.cached_resident_bytes -= r.extent_bytes;
       r.next_cached = taken;

@@ -35,28 +35,51 @@ inline constexpr uint32_t kMaxPools = 4;
 
 enum class ExtentState : uint8_t { kUnused, kLive, kCached };
 
-// One extent and, while it is live, the object in it. The runtime owns the object fields.
+// The claim word of a move (ObjectRecord::move_claim): the life (generation) it belongs to and its flags.
+// A claim made for one life can never be taken for another's: every change of the word is a CAS that
+// checks the generation (preload/migration.cc).
+inline constexpr uint8_t kMoveClaimed = 1;  // a move of this life is queued or running
+inline constexpr uint8_t kMoveFreed = 2;    // free() found it claimed: whoever ends the claim recycles the extent
+inline constexpr uint64_t move_claim_word(uint32_t generation, uint8_t flags) {
+  return uint64_t{generation} << 8 | flags;
+}
+
+// One extent and, while it is live, the object in it. Each field has one writer at a time:
+//   start, extent_bytes, size_class  the heap, when the extent is carved, before its slot is published in
+//                                    the page index; constant after.
+//   next_cached, resident            the heap: under its lock, or while the extent is in no cache list
+//                                    (from allocate() to release() only the object's holder reaches it).
+//   state, generation, move_claim    allocate() (generation + 1, claim word of the new life, then kLive with
+//                                    release); free() (kLive -> kCached, one CAS); the migration claim
+//                                    protocol (move_claim, CAS only). Atomics: read with acquire by anyone.
+//   size, site, occurrence, tag      the thread that allocates the object, before the pointer is returned;
+//                                    then the threads that hold the pointer (realloc in place writes size;
+//                                    free and malloc_usable_size read). Nobody else reads them: the service
+//                                    thread gets them in the object's events.
+//   pool, bound_node_plus1           the heap when carved (pool), the allocating thread when it binds the
+//                                    extent (bound node), then the migration engine's thread when a move of
+//                                    the object ends, while the move's claim holds the extent. Atomics,
+//                                    read relaxed: exact for a thread that has seen the move end (free()
+//                                    through move_claim, the engine itself), a snapshot for anyone else.
+//   move_to_pool                     the thread that claimed the move, before it queues it; read by the
+//                                    engine's thread and by free() after a cancel (the queue's lock orders
+//                                    them).
 struct ObjectRecord {
   uintptr_t start = 0;
   uint64_t extent_bytes = 0;
   uint64_t size = 0;        // bytes the program asked for; 0 while cached
   uint64_t tag = 0;         // call-site hash mixed with the occurrence number within the step
   uint64_t site = 0;        // call-site hash
-  int64_t birth_step = -1;  // step index at allocation, -1 before steps are known
-  uint64_t birth_ns = 0;
   uint32_t occurrence = 0;
-  uint32_t birth_event = 0;
-  uint32_t generation = 0;  // bumped each time the extent holds a new object
+  std::atomic<uint32_t> generation{0};  // bumped each time the extent holds a new object
   uint32_t next_cached = kNoSlot;
   uint16_t size_class = 0;
-  uint8_t pool = 0;
+  std::atomic<uint8_t> pool{0};
   std::atomic<ExtentState> state{ExtentState::kUnused};
   bool resident = false;          // pages may be backed (false after MADV_DONTNEED)
-  uint16_t bound_node_plus1 = 0;  // node the extent is mbind-ed to, plus one; 0 = never bound
-  // Migration hand-off between free() and the migration engine (bits kMoving, kFreed; see
-  // preload/migration.cc), and the pool the queued or running move goes to.
-  std::atomic<uint8_t> move_flags{0};
+  std::atomic<uint16_t> bound_node_plus1{0};  // node the extent is mbind-ed to, plus one; 0 = never bound
   uint8_t move_to_pool = 0;
+  std::atomic<uint64_t> move_claim{0};  // move_claim_word(generation, flags)
 };
 
 struct HeapStats {
@@ -90,8 +113,16 @@ class ObjectHeap {
   // (a power of two, at most 2 MiB), taken from `pool`'s cache when possible; kNoSlot when full.
   // The record's state is kLive and its object fields are reset; the caller fills them in. *zeroed tells
   // whether the extent is known to read as zeros (never used, or returned to the kernel since).
-  // With `resident_only` it takes only a cached extent whose pages are resident and never carves.
-  uint32_t allocate(uint64_t size, uint64_t align, uint8_t pool, bool* zeroed, bool resident_only = false) noexcept;
+  // With `resident_only` it takes only a cached extent whose pages are resident and never carves; with
+  // `zero_first` (calloc) it takes a cached extent whose pages were returned (reads as zeros) before a
+  // resident one.
+  uint32_t allocate(uint64_t size, uint64_t align, uint8_t pool, bool* zeroed, bool resident_only = false,
+                    bool zero_first = false) noexcept;
+
+  // Whether `pool` has a cached extent with resident pages for a request of `size` bytes: a hint, read
+  // without the lock (another thread may take it first), so a caller can skip a resident_only allocate()
+  // that would miss.
+  bool has_resident_cached(uint64_t size, uint8_t pool) const noexcept;
 
   // The slot whose extent starts exactly at p, or kNoSlot (interior or foreign pointer).
   uint32_t slot_of(const void* p) const noexcept;
@@ -124,7 +155,7 @@ class ObjectHeap {
   void reset_after_fork_child() noexcept { lock_.reset_after_fork(); }
 
  private:
-  uint32_t pop_cached_locked(uint32_t cls, uint8_t pool, uint64_t align, bool resident_only) noexcept;
+  uint32_t pop_cached_locked(uint32_t cls, uint8_t pool, uint64_t align, bool resident_only, bool zero_first) noexcept;
   void push_cached_locked(uint32_t slot) noexcept;
   uint32_t carve_locked(uint32_t cls, uint64_t align, uintptr_t* start) noexcept;
 

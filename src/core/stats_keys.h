@@ -29,7 +29,10 @@ inline constexpr const char kLiveObjectsAtExit[] = "live_objects_at_exit";
 inline constexpr const char kLiveBytesAtExit[] = "live_bytes_at_exit";
 inline constexpr const char kPeakObjectBytes[] = "peak_object_bytes";
 inline constexpr const char kAllocationEvents[] = "allocation_events";
+inline constexpr const char kStepSearchAdoptions[] = "step_search_adoptions";
+inline constexpr const char kStepSearchDroppedEvents[] = "step_search_dropped_events";
 inline constexpr const char kInplaceReallocs[] = "inplace_reallocs";
+inline constexpr const char kReallocRemaps[] = "realloc_remaps";
 inline constexpr const char kInvalidFrees[] = "invalid_frees";
 inline constexpr const char kHeapFullFallbacks[] = "heap_full_fallbacks";
 inline constexpr const char kExtentsCarved[] = "extents_carved";
@@ -57,6 +60,9 @@ inline constexpr const char kPeakSlowBytes[] = "peak_slow_bytes";
 inline constexpr const char kForcedSlowAllocations[] = "forced_slow_allocations";
 inline constexpr const char kPlannedSlowAllocations[] = "planned_slow_allocations";
 inline constexpr const char kFastParkedBytes[] = "fast_parked_bytes";
+inline constexpr const char kFastLiveBytesAtExit[] = "fast_live_bytes_at_exit";
+inline constexpr const char kSlowLiveBytesAtExit[] = "slow_live_bytes_at_exit";
+inline constexpr const char kPlacerReleaseErrors[] = "placer_release_errors";
 inline constexpr const char kParkedFastReuses[] = "parked_fast_reuses";
 inline constexpr const char kParkedFastTrimmedBytes[] = "parked_fast_trimmed_bytes";
 inline constexpr const char kBindFailures[] = "bind_failures";
@@ -75,6 +81,7 @@ inline constexpr const char kMigrationPagesNomem[] = "migration_pages_nomem";
 inline constexpr const char kMigrationRollbacks[] = "migration_rollbacks";
 inline constexpr const char kMigrationSeconds[] = "migration_seconds";
 inline constexpr const char kFreesDuringMigration[] = "frees_during_migration";
+inline constexpr const char kMigrationStaleCompletions[] = "migration_stale_completions";
 inline constexpr const char kPartialMovesCountedFast[] = "partial_moves_counted_fast";
 inline constexpr const char kFastNode[] = "fast_node";
 inline constexpr const char kSlowNode[] = "slow_node";
@@ -128,7 +135,7 @@ inline constexpr const char kProfileSource[] = "profile_source";
 inline constexpr const char kPlansFromLocalRank0Profile[] = "plans_from_local_rank0_profile";
 inline constexpr const char kMode[] = "mode";
 
-inline constexpr std::array<std::string_view, 113> kAll = {
+inline constexpr std::array<std::string_view, 120> kAll = {
     kPid,
     kRank,
     kForkedChildren,
@@ -149,7 +156,10 @@ inline constexpr std::array<std::string_view, 113> kAll = {
     kLiveBytesAtExit,
     kPeakObjectBytes,
     kAllocationEvents,
+    kStepSearchAdoptions,
+    kStepSearchDroppedEvents,
     kInplaceReallocs,
+    kReallocRemaps,
     kInvalidFrees,
     kHeapFullFallbacks,
     kExtentsCarved,
@@ -177,6 +187,9 @@ inline constexpr std::array<std::string_view, 113> kAll = {
     kForcedSlowAllocations,
     kPlannedSlowAllocations,
     kFastParkedBytes,
+    kFastLiveBytesAtExit,
+    kSlowLiveBytesAtExit,
+    kPlacerReleaseErrors,
     kParkedFastReuses,
     kParkedFastTrimmedBytes,
     kBindFailures,
@@ -196,6 +209,7 @@ inline constexpr std::array<std::string_view, 113> kAll = {
     kMigrationSeconds,
     kFreesDuringMigration,
     kPartialMovesCountedFast,
+    kMigrationStaleCompletions,
     kFastNode,
     kSlowNode,
     kTopology,

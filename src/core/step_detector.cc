@@ -21,24 +21,16 @@ void StepDetector::remember_site(SiteSlot* table, uint64_t site, uint64_t pos, u
   for (uint32_t k = 0; k < kPositionsPerSite; ++k) previous[k] = 0;
 }
 
-StepDetector::CycleSite* StepDetector::find_cycle_site(uint64_t site) noexcept {
-  uint32_t at = static_cast<uint32_t>(mix64(site)) & (kCycleSlots - 1);
-  // At most half full (kCycleSlots = 2 * kMaxPeriod), so an empty slot ends every search.
-  for (;; at = (at + 1) & (kCycleSlots - 1)) {
-    CycleSite& c = cycle_sites_[at];
-    if (c.per_step == 0 || c.site == site) return &c;
-  }
-}
-
 // The learned step: the p events from cycle_from, and the table of their distinct call-sites.
 void StepDetector::build_cycle(uint64_t cycle_from, uint32_t p) noexcept {
-  for (CycleSite& c : cycle_sites_) c = CycleSite{};
+  ++cycle_epoch_;  // every event's foreign() answer is stale now
+  for (CycleSite& c : clock_.cycle_sites_) c = CycleSite{};
   uint32_t distinct = 0;
-  cycle_distinct_ = 0;
+  clock_.cycle_distinct_ = 0;
   for (uint32_t k = 0; k < p; ++k) {
     const Event& e = at(cycle_from + k);
-    cycle_[k] = e.site;
-    CycleSite* c = find_cycle_site(e.site);
+    clock_.cycle_[k] = e.site;
+    CycleSite* c = clock_.find_cycle_site(e.site);
     if (c->per_step == 0) {
       c->site = e.site;
       ++distinct;
@@ -48,25 +40,36 @@ void StepDetector::build_cycle(uint64_t cycle_from, uint32_t p) noexcept {
     // close to it may be too small to be an object in a step with smaller shapes.
     if (!c->counted && e.size >= 2 * smallest_size_) {
       c->counted = true;
-      ++cycle_distinct_;
+      ++clock_.cycle_distinct_;
     }
   }
   // Unless that leaves too few: then no tensor is much larger than the others, and all count.
-  if (cycle_distinct_ * 2 < distinct) {
-    for (CycleSite& c : cycle_sites_) c.counted = c.per_step != 0;
-    cycle_distinct_ = distinct;
+  if (clock_.cycle_distinct_ * 2 < distinct) {
+    for (CycleSite& c : clock_.cycle_sites_) c.counted = c.per_step != 0;
+    clock_.cycle_distinct_ = distinct;
   }
-  period_ = p;
+  clock_.period_ = p;
+}
+
+// Whether the event at q has a call-site the learned step does not have. Verifying a period compares each
+// event of its window, and several candidates verify at once, so the answer is kept with the event (for
+// the cycle it was computed against): one table probe per event and cycle instead of one per comparison.
+bool StepDetector::foreign(uint64_t q) noexcept {
+  uint32_t& mark = foreign_marks_[q & (kHistory - 1)];
+  if ((mark >> 1) != cycle_epoch_) {
+    mark = cycle_epoch_ << 1 | (clock_.find_cycle_site(at(q).site)->per_step == 0 ? 1u : 0u);
+  }
+  return (mark & 1) != 0;
 }
 
 // Distinct counted call-sites of the learned step among the events [from, to). Uses a fresh serial.
 uint32_t StepDetector::coverage_between(uint64_t from, uint64_t to) noexcept {
-  const uint32_t mark = ++step_serial_ + 1;
+  const uint32_t mark = ++search_serial_;
   uint32_t covered = 0;
   for (uint64_t q = from; q < to; ++q) {
-    CycleSite* c = find_cycle_site(at(q).site);
-    if (c->counted && c->seen_in != mark) {
-      c->seen_in = mark;
+    CycleSite* c = clock_.find_cycle_site(at(q).site);
+    if (c->counted && c->search_mark != mark) {
+      c->search_mark = mark;
       ++covered;
     }
   }
@@ -79,8 +82,8 @@ void StepDetector::propose_periods(uint64_t t, const uint64_t* previous) noexcep
   for (uint32_t k = 0; k < kPositionsPerSite; ++k) {
     if (previous[k] == 0) continue;
     const uint64_t p = t - (previous[k] - 1);
-    if (p == 0 || p > kMaxPeriod || (locked_ && p == period_)) continue;
-    if (!locked_ && p == unspanned_period_ && t < unspanned_until_) continue;
+    if (p == 0 || p > kMaxPeriod || (clock_.locked_ && p == clock_.period_)) continue;
+    if (!clock_.locked_ && p == unspanned_period_ && t < unspanned_until_) continue;
     const uint64_t window = p > kMinWindow ? p : kMinWindow;
     // The oldest event compared must stay in the history until the job ends (window / budget calls).
     if (t + 1 < window + p || window + p + window / kCompareBudget + 2 > kHistory) continue;
@@ -93,7 +96,7 @@ void StepDetector::propose_periods(uint64_t t, const uint64_t* previous) noexcep
     }
     if (known || free_slot == nullptr) continue;
     *free_slot = PeriodJob{static_cast<uint32_t>(p), t - 1, t + 1 - window, 1, 0, 0};
-    if (locked_ && find_cycle_site(at(t).site)->per_step == 0) free_slot->foreign = 1;
+    if (clock_.locked_ && clock_.find_cycle_site(at(t).site)->per_step == 0) free_slot->foreign = 1;
   }
 }
 
@@ -104,7 +107,7 @@ void StepDetector::run_period_jobs(uint64_t t) noexcept {
     auto compare = [&](uint64_t q) {
       ++j.compared;
       if (!same(q, q - p)) ++j.mismatches;
-      if (locked_ && find_cycle_site(at(q).site)->per_step == 0) ++j.foreign;
+      if (clock_.locked_ && foreign(q)) ++j.foreign;
     };
     // The newest event, unless the job was proposed by it.
     if (j.oldest + 1 != t && j.compared > 0) compare(t);
@@ -118,7 +121,7 @@ void StepDetector::run_period_jobs(uint64_t t) noexcept {
     const PeriodJob done = j;
     j.period = 0;
     if (done.mismatches * 10 > done.compared) continue;
-    if (!locked_) {
+    if (!clock_.locked_) {
       // An inner loop of the step (a recurrent net's time loop in the backward pass) repeats exactly too,
       // but only over part of the step's swing of memory: it is not locked, the whole step will verify.
       // After a rejection, nothing locks before the window has moved past the rejected one (the loop may
@@ -144,18 +147,18 @@ void StepDetector::run_period_jobs(uint64_t t) noexcept {
     // A structure that is itself several repeats of a shorter one (two checkpoints, each of one
     // allocation every ten steps) is judged by one repeat: one stray per repeat is not an optimizer's.
     uint32_t unit = p;
-    if (!many_foreign && p >= 2 * period_ && foreign_per_period >= 2) {
+    if (!many_foreign && p >= 2 * clock_.period_ && foreign_per_period >= 2) {
       const uint32_t repeats = foreign_repeats(t, p);
       unit = p / repeats;
       foreign_per_period /= repeats;
     }
-    const uint64_t extra = unit % period_;
+    const uint64_t extra = unit % clock_.period_;
     // At least two such allocations: a stray allocation shifts the events after it by one, so p + 1
     // may verify for a while with the stray as its one foreign event.
     const bool closes_micro_batches =
-        unit >= 2 * period_ && extra > 0 && foreign_per_period >= 2 && 2 * foreign_per_period >= extra;
+        unit >= 2 * clock_.period_ && extra > 0 && foreign_per_period >= 2 && 2 * foreign_per_period >= extra;
     if ((many_foreign && replaces_locked(t, p)) || (closes_micro_batches && contains_locked(t, p))) {
-      ++relocks_;
+      ++clock_.relocks_;
       lock_on_period(t, p);
       return;
     }
@@ -168,7 +171,6 @@ void StepDetector::run_period_jobs(uint64_t t) noexcept {
 // when they do not repeat (an optimizer's allocations after the micro-batches of one step).
 uint32_t StepDetector::foreign_repeats(uint64_t t, uint32_t p) noexcept {
   const uint64_t first = t + 1 - p;
-  auto foreign = [&](uint64_t q) { return find_cycle_site(at(q).site)->per_step == 0; };
   uint32_t count = 0;
   for (uint64_t q = first; q <= t; ++q) count += foreign(q) ? 1 : 0;
   for (uint32_t r = count; r >= 2; --r) {
@@ -232,7 +234,7 @@ bool StepDetector::spans_the_swing(uint64_t t, uint32_t p) const noexcept {
 void StepDetector::lock_on_period(uint64_t t, uint32_t p) noexcept {
   const uint64_t first = t + 1 - p;  // the last p events form one full cycle
   build_cycle(first, p);  // for the occurrence counts, which do not depend on the rotation
-  auto per_step = [&](uint64_t q) { return find_cycle_site(at(q).site)->per_step; };
+  auto per_step = [&](uint64_t q) { return clock_.find_cycle_site(at(q).site)->per_step; };
   // Bytes freed since the previous event, counting that event's own object (a temporary gone by now).
   auto drop = [&](uint64_t q) {
     const uint64_t before = at(q - 1).live_bytes + at(q - 1).size;
@@ -295,12 +297,12 @@ bool StepDetector::lock_on_part(uint64_t t, uint64_t start, uint32_t p) noexcept
   // too small to be objects, or the per-parameter temporaries of Adam.
   auto after_long_work = [&](uint64_t q) { return alike_work(at(q).small_before, most_work); };
   if (!after_long_work(from)) return false;
-  const uint32_t mark = ++step_serial_ + 1;
+  const uint32_t mark = ++search_serial_;
   uint32_t covered = 0;
   for (uint32_t k = 0; k < p; ++k) {
     const Event& e = at(from + k);
     if (k > 0 && e.site == anchor) {
-      if (covered < cycle_distinct_ || e.live_objects != lowest || !after_long_work(from + k)) return false;
+      if (covered < clock_.cycle_distinct_ || e.live_objects != lowest || !after_long_work(from + k)) return false;
       // The step in progress began at the latest occurrence of the anchor.
       uint64_t latest = start;
       for (uint64_t q = start + 1; q <= t; ++q) {
@@ -309,9 +311,9 @@ bool StepDetector::lock_on_part(uint64_t t, uint64_t start, uint32_t p) noexcept
       lock(t, latest, from, k, anchor, 1);
       return true;
     }
-    CycleSite* c = find_cycle_site(e.site);
-    if (c->counted && c->seen_in != mark) {
-      c->seen_in = mark;
+    CycleSite* c = clock_.find_cycle_site(e.site);
+    if (c->counted && c->search_mark != mark) {
+      c->search_mark = mark;
       ++covered;
     }
   }
@@ -323,7 +325,7 @@ bool StepDetector::lock_on_part(uint64_t t, uint64_t start, uint32_t p) noexcept
 void StepDetector::propose_shape(uint64_t t, const uint64_t* previous) noexcept {
   if (shape_.active) return;
   const uint64_t site = at(t).site;
-  if (locked_ && site == anchor_site_) return;  // the locked structure already begins here
+  if (clock_.locked_ && site == clock_.anchor_site_) return;  // the locked structure already begins here
   // A tensor close to the object threshold (the smallest size seen) may be too small to be an object in
   // the next step, when shapes vary: such a call-site would miss steps as an anchor.
   if (at(t).size < 2 * smallest_size_) return;
@@ -381,7 +383,7 @@ void StepDetector::run_shape_job(uint64_t t) noexcept {
       s->in_b = j.serial;
       ++j.distinct_b;
       if (s->in_a == j.serial) ++j.common;
-      if (locked_ && find_cycle_site(e.site)->per_step == 0) ++j.foreign;
+      if (clock_.locked_ && clock_.find_cycle_site(e.site)->per_step == 0) ++j.foreign;
     }
   }
   if (j.cursor < j.c) return;
@@ -395,9 +397,9 @@ void StepDetector::run_shape_job(uint64_t t) noexcept {
   }
   const uint32_t p = static_cast<uint32_t>(j.c - j.b);
   // foreign counts distinct call-sites here.
-  const bool switching = locked_ && j.foreign * 10 > j.distinct_b && replaces_locked(t, p);
-  if (locked_ && !switching) return;
-  if (switching) ++relocks_;
+  const bool switching = clock_.locked_ && j.foreign * 10 > j.distinct_b && replaces_locked(t, p);
+  if (clock_.locked_ && !switching) return;
+  if (switching) ++clock_.relocks_;
   if (j.per_step > 1) {
     build_cycle(j.b, p);  // for lock_on_part's coverage
     if (lock_on_part(t, j.c, p)) return;
@@ -412,11 +414,11 @@ void StepDetector::run_shape_job(uint64_t t) noexcept {
 // Without the first rule, two inner loops of one step (forward and backward time loops) would take
 // turns. Scans p events, once per decision.
 bool StepDetector::replaces_locked(uint64_t t, uint32_t p) noexcept {
-  return t - last_complete_event_ > 4 * uint64_t{period_} + kStaleEvents || contains_locked(t, p);
+  return t - clock_.last_complete_event_ > 4 * uint64_t{clock_.period_} + kStaleEvents || contains_locked(t, p);
 }
 
 bool StepDetector::contains_locked(uint64_t t, uint32_t p) noexcept {
-  return coverage_between(t + 1 - p, t + 1) * 10 >= cycle_distinct_ * 9;
+  return coverage_between(t + 1 - p, t + 1) * 10 >= clock_.cycle_distinct_ * 9;
 }
 
 // --- the locked step -------------------------------------------------------------------------------
@@ -424,129 +426,58 @@ bool StepDetector::contains_locked(uint64_t t, uint32_t p) noexcept {
 void StepDetector::lock(uint64_t t, uint64_t start, uint64_t cycle_from, uint32_t p, uint64_t anchor,
                         uint32_t anchor_per_step) noexcept {
   build_cycle(cycle_from, p);
-  anchor_site_ = anchor;
-  anchor_per_step_ = anchor_per_step;
-  start_objects_ = at(start).live_objects;
-  locked_ = true;
-  lock_event_ = t;
-  last_complete_event_ = t;
+  clock_.anchor_site_ = anchor;
+  clock_.anchor_per_step_ = anchor_per_step;
+  clock_.start_objects_ = at(start).live_objects;
+  clock_.locked_ = true;
+  clock_.lock_event_ = t;
+  clock_.last_complete_event_ = t;
   for (PeriodJob& j : jobs_) j.period = 0;  // their counts of foreign call-sites are stale
   shape_.active = false;
 
-  // Count the complete steps still in the history, replaying it with the boundary rule of begins_step()
+  // Count the complete steps still in the history, replaying it with the boundary rule of clock_.begins_step()
   // from the first occurrence of the anchor at the start's level of live objects (a step start).
   const uint64_t oldest = t + 1 > kHistory ? t + 1 - kHistory : 0;
-  const uint32_t needed = (cycle_distinct_ * 9 + 9) / 10;
-  complete_steps_ = 0;
+  const uint32_t needed = (clock_.cycle_distinct_ * 9 + 9) / 10;
+  clock_.complete_steps_ = 0;
   bool in_step = false;
   uint32_t seen = 0, covered = 0, mark = 0;
   // What precedes the first step start is counted too if it covers the step: when the anchor is the
   // last allocation of a step rather than the first, the first step ends there.
-  mark = ++step_serial_ + 1;
+  mark = ++clock_.step_serial_ + 1;
   for (uint64_t q = oldest; q < start; ++q) {
     const Event& e = at(q);
-    const bool begins = !in_step ? e.site == anchor_site_ && e.live_objects <= start_objects_
-                                 : begins_step(e.site, e.live_objects, seen, covered >= needed);
+    const bool begins = !in_step ? e.site == clock_.anchor_site_ && e.live_objects <= clock_.start_objects_
+                                 : clock_.begins_step(e.site, e.live_objects, seen, covered >= needed);
     if (begins) {
-      if (covered >= needed) ++complete_steps_;
+      if (covered >= needed) ++clock_.complete_steps_;
       in_step = true;
       seen = 1;
       covered = 0;
-      mark = ++step_serial_ + 1;
-    } else if (e.site == anchor_site_) {
+      mark = ++clock_.step_serial_ + 1;
+    } else if (e.site == clock_.anchor_site_) {
       ++seen;
     }
-    CycleSite* c = find_cycle_site(e.site);
+    CycleSite* c = clock_.find_cycle_site(e.site);
     if (c->counted && c->seen_in != mark) {
       c->seen_in = mark;
       ++covered;
     }
   }
-  if (covered >= needed) ++complete_steps_;
+  if (covered >= needed) ++clock_.complete_steps_;
 
   // The step in progress began at `start`.
-  begin_step(at(start).site, at(start).size);
+  clock_.begin_step(at(start).site, at(start).size);
   for (uint64_t q = start + 1; q <= t; ++q) {
-    if (at(q).site == anchor_site_) ++anchor_seen_;
-    advance(at(q).site, at(q).size);
+    if (at(q).site == clock_.anchor_site_) ++clock_.anchor_seen_;
+    clock_.advance(at(q).site, at(q).size);
   }
-}
-
-// Whether an event begins a new step, given the step in progress (anchor occurrences seen in it, and
-// whether it is complete already). With an anchor that occurs several times per step, every
-// anchor_per_step-th occurrence does, if the step in progress is complete by then: an evaluation pass
-// uses the forward's call-sites, and its anchor occurrences would otherwise shift the count (the step it
-// interrupts is then counted once, with the evaluation pass in it). And the anchor's tensor may be too
-// small to be an object in a step with a smaller batch: then the event that follows the anchor in the
-// learned step stands in for it, at the learned start's level of live objects, after a complete step.
-bool StepDetector::begins_step(uint64_t site, uint32_t live_objects, uint32_t seen, bool complete) const noexcept {
-  if (site == anchor_site_) return anchor_per_step_ == 1 || (seen >= anchor_per_step_ && complete);
-  // The step in progress must have reached the learned length too: the event after the anchor also
-  // recurs inside a step, near its end at the start's level of live objects (an LSTM's gate buffer four
-  // events before the end), and starting a step there made every step start over at the anchor.
-  return anchor_per_step_ == 1 && period_ > 1 && site == cycle_[1] && complete && live_objects <= start_objects_ &&
-         step_events_ >= period_;
-}
-
-void StepDetector::begin_step(uint64_t site, uint64_t size) noexcept {
-  step_index_ = static_cast<int64_t>(complete_steps_);
-  event_in_step_ = 0;
-  step_events_ = 1;
-  step_bytes_ = size;
-  anchor_seen_ = 1;
-  ++step_serial_;
-  step_covered_ = 0;
-  if (explicit_) {
-    on_cycle_ = period_ > 0 && cycle_[0] == site;
-    cycle_[0] = site;
-    return;
-  }
-  on_cycle_ = period_ > 0 && cycle_[0] == site;
-  CycleSite* c = find_cycle_site(site);
-  if (c->counted) {
-    c->seen_in = step_serial_ + 1;
-    step_covered_ = 1;
-  }
-}
-
-void StepDetector::advance(uint64_t site, uint64_t size) noexcept {
-  ++event_in_step_;
-  ++step_events_;
-  step_bytes_ += size;
-  const bool inside = event_in_step_ < kMaxPeriod;
-  on_cycle_ = inside && event_in_step_ < period_ && cycle_[event_in_step_] == site;
-  if (explicit_) {
-    // The marked step in progress becomes the reference for the next one, position by position.
-    if (inside) cycle_[event_in_step_] = site;
-    return;
-  }
-  CycleSite* c = find_cycle_site(site);
-  if (c->counted && c->seen_in != step_serial_ + 1) {
-    c->seen_in = step_serial_ + 1;
-    ++step_covered_;
-  }
-}
-
-bool StepDetector::step_complete(bool at_exit) const noexcept {
-  if (explicit_) return !at_exit || step_events_ * 2 >= last_step_objects_;
-  return step_covered_ * 10 >= cycle_distinct_ * 9;
-}
-
-void StepDetector::close_step(bool at_exit) noexcept {
-  if (step_index_ < 0 || step_events_ == 0) return;
-  if (step_complete(at_exit)) {
-    ++complete_steps_;
-    last_complete_event_ = total_events_ - 1;
-    last_step_objects_ = step_events_;
-    last_step_bytes_ = step_bytes_;
-    if (explicit_) period_ = step_events_ < kMaxPeriod ? step_events_ : kMaxPeriod;
-  }
-  step_events_ = 0;
 }
 
 bool StepDetector::observe(uint64_t site, uint32_t live_objects, uint64_t live_bytes, uint64_t size,
                            uint32_t small_before) noexcept {
   const uint64_t t = total_events_++;
+  ++clock_.events_;
   uint64_t previous[kPositionsPerSite];
   remember_site(sites_, site, t, previous);
   // The same call-site after a different amount of work (the first weight gradient of a step, after the
@@ -555,55 +486,28 @@ bool StepDetector::observe(uint64_t site, uint32_t live_objects, uint64_t live_b
   uint64_t previous_alike[kPositionsPerSite];
   remember_site(work_sites_, site ^ (uint64_t{work_class(small_before)} << 56), t, previous_alike);
   history_[t & (kHistory - 1)] = Event{site, live_bytes, size, live_objects, small_before};
+  foreign_marks_[t & (kHistory - 1)] = 0;  // no cycle's answer yet (cycle_epoch_ >= 1)
   if (size < smallest_size_) smallest_size_ = size;
 
-  if (mark_pending_) {
-    mark_pending_ = false;
-    if (!explicit_) {
-      // The first marker switches detection off: from here on the program defines the steps.
-      explicit_ = true;
-      locked_ = false;
-      period_ = 0;
-      step_events_ = 0;
-    } else {
-      close_step(false);
-    }
-    begin_step(site, size);
-    return true;
-  }
-  if (explicit_) {
-    if (step_index_ >= 0) advance(site, size);
-    return false;
-  }
+  if (clock_.marked_or_explicit()) return clock_.observe_marked(site, size);
 
-  const uint64_t relocks_before = relocks_;
-  const bool was_locked = locked_;
+  const uint64_t relocks_before = clock_.relocks_;
+  const bool was_locked = clock_.locked_;
   propose_periods(t, previous);
   propose_periods(t, previous_alike);
   run_period_jobs(t);
-  if (!was_locked || relocks_ == relocks_before) {
+  if (!was_locked || clock_.relocks_ == relocks_before) {
     propose_shape(t, previous);
     run_shape_job(t);
   }
-  if (locked_ && (!was_locked || relocks_ != relocks_before)) {
-    return event_in_step_ == 0;  // lock() has placed this event in its step
+  if (clock_.locked_ && (!was_locked || clock_.relocks_ != relocks_before)) {
+    return clock_.event_in_step_ == 0;  // lock() has placed this event in its step
   }
-  if (!locked_) return false;
-  if (begins_step(site, live_objects, anchor_seen_, step_complete(false))) {
-    close_step(false);
-    begin_step(site, size);
-    return true;
-  }
-  if (site == anchor_site_) ++anchor_seen_;
-  advance(site, size);
-  return false;
+  return clock_.observe_locked(site, live_objects, size);
 }
 
-void StepDetector::mark_step() noexcept { mark_pending_ = true; }
+void StepDetector::mark_step() noexcept { clock_.mark_step(); }
 
-void StepDetector::finish() noexcept {
-  if (explicit_ || locked_) close_step(true);
-  step_events_ = 0;
-}
+void StepDetector::finish() noexcept { clock_.finish(); }
 
 }  // namespace sentinel

@@ -86,12 +86,14 @@
 
 #include <cstdint>
 
+#include "core/step_clock.h"
+
 namespace sentinel {
 
 class StepDetector {
  public:
   static constexpr uint32_t kHistory = 8192;   // events kept, power of two
-  static constexpr uint32_t kMaxPeriod = 4096;  // longest step, in events
+  static constexpr uint32_t kMaxPeriod = StepClock::kMaxPeriod;  // longest step, in events
   static constexpr uint32_t kMinWindow = 32;    // fewest events a period is verified over
   static constexpr uint32_t kPeriodJobs = 4;    // period candidates verified at once
   static constexpr uint32_t kCompareBudget = 32;  // older events compared per candidate per call
@@ -110,16 +112,16 @@ class StepDetector {
   // End of the run: counts the step in progress if it is complete.
   void finish() noexcept;
 
-  bool locked() const noexcept { return locked_ || explicit_; }
-  bool explicit_marks() const noexcept { return explicit_; }
+  bool locked() const noexcept { return clock_.locked(); }
+  bool explicit_marks() const noexcept { return clock_.explicit_marks(); }
   // Events of the learned step (with explicit marks: of the last marked step).
-  uint32_t period() const noexcept { return period_; }
+  uint32_t period() const noexcept { return clock_.period(); }
   // Index of the step in progress: the number of complete steps before it (so an off-cycle stretch
   // that began like a step and was not complete does not use up an index). -1 while no step is known.
-  int64_t step_index() const noexcept { return step_index_; }
+  int64_t step_index() const noexcept { return clock_.step_index(); }
   // Position of the latest event in its step (the step clock), valid when step_index() >= 0. It counts
   // every event since the step's first, on-cycle or not, and may exceed period() in a longer step.
-  uint32_t event_in_step() const noexcept { return event_in_step_; }
+  uint32_t event_in_step() const noexcept { return clock_.event_in_step(); }
   // True when the latest event is where the learned step expects it: locked (or marked), its position
   // event_in_step() is inside the learned step and the learned step has this event's call-site there.
   // False for events of an evaluation pass, a checkpoint save or any deviation once they differ from the
@@ -127,23 +129,33 @@ class StepDetector {
   // positions after it are shifted). An evaluation pass that replays the forward part of the step from
   // the anchor on is on-cycle as long as it matches. With explicit marks: the position matches the
   // call-sites of the last marked step.
-  bool on_cycle() const noexcept { return on_cycle_; }
-  uint64_t complete_steps() const noexcept { return complete_steps_; }
+  bool on_cycle() const noexcept { return clock_.on_cycle(); }
+  uint64_t complete_steps() const noexcept { return clock_.complete_steps(); }
   uint64_t events_seen() const noexcept { return total_events_; }
   // Allocations and bytes of the last complete step.
-  uint32_t last_step_objects() const noexcept { return last_step_objects_; }
-  uint64_t last_step_bytes() const noexcept { return last_step_bytes_; }
+  uint32_t last_step_objects() const noexcept { return clock_.last_step_objects(); }
+  uint64_t last_step_bytes() const noexcept { return clock_.last_step_bytes(); }
   // How many times a new step structure replaced the locked one.
-  uint64_t relocks() const noexcept { return relocks_; }
+  uint64_t relocks() const noexcept { return clock_.relocks(); }
   // The event (counted from 0 over the run) at which the detector last locked or switched structure.
-  uint64_t lock_event() const noexcept { return lock_event_; }
+  uint64_t lock_event() const noexcept { return clock_.lock_event(); }
+  // The clock part of the detector (all of its state but the search's): what the runtime's own clock
+  // copies when the search, run off the allocation path, locks or switches (step_tracker.h).
+  const StepClock& clock() const noexcept { return clock_; }
+  // The smallest object size seen (about the runtime's object threshold).
+  uint64_t smallest_size() const noexcept { return smallest_size_; }
 
   // Calls fn(site, live_objects, live_bytes, size, small_before) for each event still in the history,
   // oldest first.
   template <typename Fn>
   void for_each_event(Fn fn) const noexcept {
-    const uint64_t first = total_events_ > kHistory ? total_events_ - kHistory : 0;
-    for (uint64_t q = first; q < total_events_; ++q) {
+    for_each_event_since(0, fn);
+  }
+  // The same for the events from `first` (counted from 0 over the run) on that are still in the history.
+  template <typename Fn>
+  void for_each_event_since(uint64_t first, Fn fn) const noexcept {
+    const uint64_t oldest = total_events_ > kHistory ? total_events_ - kHistory : 0;
+    for (uint64_t q = first > oldest ? first : oldest; q < total_events_; ++q) {
       const Event& e = at(q);
       fn(e.site, e.live_objects, e.live_bytes, e.size, e.small_before);
     }
@@ -183,15 +195,8 @@ class StepDetector {
     uint64_t site;
     uint32_t in_a, in_b;  // serial of the job that saw the site in segment [a, b), [b, c)
   };
-  // The distinct call-sites of the learned step: how often each occurs in it, and in which step it was
-  // last seen (for the coverage of the step in progress).
-  struct CycleSite {
-    uint64_t site;
-    uint32_t per_step;  // 0 = empty slot
-    uint32_t seen_in;   // step serial + 1
-    bool counted;       // counts for completeness (see build_cycle)
-  };
-  static constexpr uint32_t kCycleSlots = 2 * kMaxPeriod;  // power of two, at most half full
+  using CycleSite = StepClock::CycleSite;
+  static constexpr uint32_t kCycleSlots = StepClock::kCycleSlots;
 
   const Event& at(uint64_t pos) const noexcept { return history_[pos & (kHistory - 1)]; }
   bool same(uint64_t p, uint64_t q) const noexcept {
@@ -208,7 +213,6 @@ class StepDetector {
   }
   struct SiteSlot;
   void remember_site(SiteSlot* table, uint64_t site, uint64_t pos, uint64_t* previous) noexcept;
-  CycleSite* find_cycle_site(uint64_t site) noexcept;
   void propose_periods(uint64_t t, const uint64_t* previous) noexcept;
   void run_period_jobs(uint64_t t) noexcept;
   void propose_shape(uint64_t t, const uint64_t* previous) noexcept;
@@ -224,11 +228,7 @@ class StepDetector {
   bool replaces_locked(uint64_t t, uint32_t p) noexcept;
   bool contains_locked(uint64_t t, uint32_t p) noexcept;
   uint32_t foreign_repeats(uint64_t t, uint32_t p) noexcept;
-  bool begins_step(uint64_t site, uint32_t live_objects, uint32_t seen, bool complete) const noexcept;
-  void begin_step(uint64_t site, uint64_t size) noexcept;
-  void advance(uint64_t site, uint64_t size) noexcept;
-  void close_step(bool at_exit) noexcept;
-  bool step_complete(bool at_exit) const noexcept;
+  bool foreign(uint64_t q) noexcept;
 
   Event history_[kHistory] = {};
   uint64_t total_events_ = 0;
@@ -257,31 +257,11 @@ class StepDetector {
   uint32_t unspanned_period_ = 0;  // the period last rejected by spans_the_swing(): not proposed, and
   uint64_t unspanned_until_ = 0;   // no period locked, before this event
 
-  bool locked_ = false;
-  bool explicit_ = false;
-  bool mark_pending_ = false;
-  bool on_cycle_ = false;
-  uint32_t period_ = 0;
-  uint64_t cycle_[kMaxPeriod] = {};  // call-sites of one step, from its first event
-  CycleSite cycle_sites_[kCycleSlots] = {};
-  uint32_t cycle_distinct_ = 0;      // distinct counted call-sites in cycle_
-  uint64_t anchor_site_ = 0;
-  uint32_t anchor_per_step_ = 1;     // occurrences of the anchor site per step
-  uint32_t anchor_seen_ = 0;         // occurrences in the current step
-  uint32_t start_objects_ = 0;       // live objects at the first event of the learned step
-  uint64_t lock_event_ = 0;
-  uint64_t last_complete_event_ = 0;
-
-  int64_t step_index_ = -1;
-  uint32_t step_serial_ = 0;         // steps begun since the lock, for CycleSite::seen_in
-  uint32_t event_in_step_ = 0;
-  uint32_t step_events_ = 0;
-  uint32_t step_covered_ = 0;        // distinct cycle call-sites seen in the step in progress
-  uint64_t step_bytes_ = 0;
-  uint64_t complete_steps_ = 0;
-  uint32_t last_step_objects_ = 0;
-  uint64_t last_step_bytes_ = 0;
-  uint64_t relocks_ = 0;
+  uint32_t search_serial_ = 0;     // marks of coverage_between() and lock_on_part() (CycleSite::search_mark)
+  // foreign(): per history event, (cycle_epoch_ << 1 | foreign) for the cycle of that epoch.
+  uint32_t foreign_marks_[kHistory] = {};
+  uint32_t cycle_epoch_ = 1;       // build_cycle() calls + 1
+  StepClock clock_;
 };
 
 }  // namespace sentinel

@@ -248,10 +248,22 @@ int d_perf_event_open(perf_event_attr* attr, pid_t tid, int cpu, int group_fd, u
 int d_open_read(const char* path, int flags) { return g.next->open_read(path, flags); }
 ssize_t d_read(int fd, void* buf, size_t len) { return g.next->read(fd, buf, len); }
 int d_close(int fd) { return g.next->close(fd); }
+// Pages that move are not booked (the runtime copies instead of remapping in a dry run): the ranges it
+// touches get a fresh book, as munmap and mmap do.
+void* d_mremap(void* old_addr, size_t old_len, size_t new_len, int flags, void* new_addr) {
+  void* r = g.next->mremap(old_addr, old_len, new_len, flags, new_addr);
+  if (r == MAP_FAILED) return r;
+  const auto a = reinterpret_cast<uintptr_t>(old_addr);
+  const auto b = reinterpret_cast<uintptr_t>(r);
+  if (covered(a, old_len)) clear_book(a, old_len);
+  if (covered(b, new_len)) clear_book(b, new_len);
+  return r;
+}
 
 constexpr Calls kBooking = {d_mmap,          d_munmap,       d_madvise,         d_mprotect,
                             d_mincore,       d_mbind,        d_get_mempolicy,   d_move_pages,
-                            d_perf_event_open, d_open_read,  d_read,            d_close};
+                            d_perf_event_open, d_open_read,  d_read,            d_close,
+                            d_mremap};
 
 }  // namespace
 

@@ -18,7 +18,8 @@
 // their policy's node. munmap, and mmap with MAP_FIXED, give the range a fresh book.
 //
 // Contract: that of os.h for every call; calls that do not lie wholly inside the booked range, and all
-// calls other than mbind, get_mempolicy(MPOL_F_ADDR), move_pages, madvise, munmap and mmap, go to the
+// calls other than mbind, get_mempolicy(MPOL_F_ADDR), move_pages, madvise, munmap, mmap and mremap (which
+// gives both its ranges a fresh book), go to the
 // table that was active before. A move or bind to a node that is neither the simulated one nor in
 // `real_nodes` fails as the kernel fails it (ENODEV for move_pages, EINVAL for mbind), booking nothing.
 //

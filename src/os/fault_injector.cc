@@ -145,12 +145,19 @@ int f_close(int fd) {
   return g.next->close(fd);
 }
 
+void* f_mremap(void* old_addr, size_t old_len, size_t new_len, int flags, void* new_addr) {
+  if (should_fail(Op::kMremap)) return fail_ptr(Op::kMremap, pick({ENOMEM, EAGAIN, EINVAL}));
+  return g.next->mremap(old_addr, old_len, new_len, flags, new_addr);
+}
+
 constexpr Calls kInjecting = {f_mmap,    f_munmap, f_madvise,         f_mprotect,  f_mincore, f_mbind,
-                              f_get_mempolicy, f_move_pages, f_perf_event_open, f_open_read, f_read, f_close};
+                              f_get_mempolicy, f_move_pages, f_perf_event_open, f_open_read, f_read, f_close,
+                              f_mremap};
 
 constexpr const char* kOpNames[kNumOps] = {"mmap",        "munmap",     "madvise",         "mprotect",
                                            "mincore",     "mbind",      "get_mempolicy",   "move_pages",
-                                           "perf_event_open", "open",   "read",            "close"};
+                                           "perf_event_open", "open",   "read",            "close",
+                                           "mremap"};
 
 bool same_word(const char* a, const char* a_end, const char* b) {
   while (a < a_end && *b != '\0' && *a == *b) ++a, ++b;

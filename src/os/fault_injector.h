@@ -46,6 +46,7 @@ enum class Op : uint8_t {
   kOpenRead,
   kRead,
   kClose,
+  kMremap,
   kCount
 };
 inline constexpr int kNumOps = static_cast<int>(Op::kCount);
@@ -70,7 +71,7 @@ struct FaultCounts {
 };
 
 // Parses "seed:rate" or "seed:rate:op,op,..." (op names as op_name(): mmap, madvise, mprotect, mincore,
-// mbind, get_mempolicy, move_pages, perf_event_open, open, read). rate is a decimal in [0, 1].
+// mbind, get_mempolicy, move_pages, perf_event_open, open, read, mremap). rate is a decimal in [0, 1].
 // No allocation. Returns false on anything malformed.
 bool parse_fault_spec(const char* text, FaultConfig* out) noexcept;
 

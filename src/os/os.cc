@@ -35,10 +35,14 @@ int k_perf_event_open(perf_event_attr* attr, pid_t tid, int cpu, int group_fd, u
 int k_open_read(const char* path, int flags) { return ::open(path, flags); }
 ssize_t k_read(int fd, void* buf, size_t len) { return ::read(fd, buf, len); }
 int k_close(int fd) { return ::close(fd); }
+void* k_mremap(void* old_addr, size_t old_len, size_t new_len, int flags, void* new_addr) {
+  return ::mremap(old_addr, old_len, new_len, flags, new_addr);
+}
 
 constexpr Calls kKernel = {k_mmap,        k_munmap,     k_madvise,         k_mprotect,
                            k_mincore,     k_mbind,      k_get_mempolicy,   k_move_pages,
-                           k_perf_event_open, k_open_read, k_read,         k_close};
+                           k_perf_event_open, k_open_read, k_read,         k_close,
+                           k_mremap};
 
 }  // namespace
 

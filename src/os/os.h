@@ -1,5 +1,5 @@
 // The boundary between Sentinel and the kernel: every system call Sentinel makes about memory
-// (mmap, munmap, madvise, mprotect, mincore, mbind, get_mempolicy, move_pages), perf_event_open, and
+// (mmap, munmap, madvise, mprotect, mincore, mbind, get_mempolicy, move_pages, mremap), perf_event_open, and
 // the opens and reads of /sys and /proc files go through the table of function pointers here, so that
 // tests can replace the kernel (fault injection: os/fault_injector.h) without touching the callers.
 //
@@ -43,6 +43,8 @@ struct Calls {
   int (*open_read)(const char* path, int flags);
   ssize_t (*read)(int fd, void* buf, size_t len);
   int (*close)(int fd);
+  // mremap(2) with its fifth argument (used with MREMAP_FIXED; ignored otherwise).
+  void* (*mremap)(void* old_addr, size_t old_len, size_t new_len, int flags, void* new_addr);
 };
 
 // The kernel itself.
@@ -83,6 +85,9 @@ inline int perf_event_open(perf_event_attr* attr, pid_t tid, int cpu, int group_
 inline int open_read(const char* path, int flags) noexcept { return active().open_read(path, flags); }
 inline ssize_t read(int fd, void* buf, size_t len) noexcept { return active().read(fd, buf, len); }
 inline int close(int fd) noexcept { return active().close(fd); }
+inline void* mremap(void* old_addr, size_t old_len, size_t new_len, int flags, void* new_addr) noexcept {
+  return active().mremap(old_addr, old_len, new_len, flags, new_addr);
+}
 
 // Reads up to cap - 1 bytes of a small file (sysfs, procfs) into buf and NUL-terminates it. Returns the
 // byte count, or -1 with errno set (open or read failed). No allocation: safe anywhere open(2) is.

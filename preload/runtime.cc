@@ -135,7 +135,7 @@ ClockReading read_clock(State& s, uint64_t site, uint64_t size) noexcept {
 uint32_t place_extent(State& s, const ObjectRequest& q, uint64_t request, place::Want want, place::Decision* d,
                       bool* fresh_zero) noexcept {
   const uint64_t extent = place::extent_bytes_for(request);
-  const bool parking = s.placer.drops_pages_on_free(place::kFastPool);
+  const bool parking = s.placer.parks_freed_extents(place::kFastPool);
   // (The hint skips the heap's lock when no parked extent of the class exists: a miss took it twice.)
   if (parking && want != place::Want::kSlow && !q.zero_first && s.heap.has_resident_cached(request, place::kFastPool)) {
     // A parked fast extent of this class: its pages are resident and its bytes already in the budget.
@@ -280,7 +280,7 @@ void release_extent(uint32_t slot) noexcept {
   const ObjectRecord& r = s.heap.record(slot);
   const uint8_t pool = r.pool.load(std::memory_order_relaxed);
   const uint64_t extent = r.extent_bytes;
-  if (!s.placer.drops_pages_on_free(pool)) {
+  if (!s.placer.parks_freed_extents(pool)) {
     s.heap.release(slot);
     s.placer.release(pool, extent);
     return;

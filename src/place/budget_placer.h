@@ -128,9 +128,6 @@ class BudgetPlacer {
   bool parks_freed_extents(uint8_t pool) const noexcept {
     return enabled_ && pool == kFastPool && budget_.kind != BudgetKind::kUnlimited;
   }
-  // The old name, which said the opposite of what happens; kept only until preload/runtime.cc (being
-  // changed for issue 21 at the same time) calls parks_freed_extents. Delete it then.
-  bool drops_pages_on_free(uint8_t pool) const noexcept { return parks_freed_extents(pool); }
   int fast_node() const noexcept { return fast_node_; }
   int slow_node() const noexcept { return slow_node_; }
   // Node of a heap pool (kFastPool/kSlowPool), -1 for other pools.

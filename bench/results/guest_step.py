@@ -5,7 +5,7 @@ Runs in the two-node guest with SENTINEL_GUEST_SLOW_TIER on (bench/results/run.s
 each placement); on the host (--host) it only measures the step time, for the CPI calibration.
 Several workloads run one after the other in one process (import torch takes minutes in the guest);
 each writes OUT_DIR/<workload>.<placement>.json: per step the virtual time, instructions, misses per
-node, pages migrated by the kernel (/proc/vmstat pgmigrate_success), host seconds and the loss.
+node, pages the kernel migrated, demoted and promoted (/proc/vmstat), host seconds and the loss.
 """
 import argparse
 import json
@@ -35,15 +35,24 @@ WORKLOADS = {
 DEFAULTS = dict(batch=16, width=256, depth=2, features=64, classes=10, channels=8, image=16, seq=16)
 
 
-def pages_migrated():
+# The kernel's page movement (/proc/vmstat): every migration (pgmigrate_success, which counts
+# demotions and promotions too), reclaim's demotions to a lower memory tier (pgdemote_kswapd,
+# pgdemote_direct) and NUMA balancing's promotions in tiering mode (pgpromote_success). Counters a
+# kernel lacks read 0.
+VMSTAT_KEYS = ("pgmigrate_success", "pgdemote_kswapd", "pgdemote_direct", "pgpromote_success")
+
+
+def vmstat_pages():
+    counts = dict.fromkeys(VMSTAT_KEYS, 0)
     try:
         with open("/proc/vmstat") as f:
             for line in f:
-                if line.startswith("pgmigrate_success "):
-                    return int(line.split()[1])
+                key, _, value = line.partition(" ")
+                if key in counts:
+                    counts[key] = int(value)
     except OSError:
         pass
-    return 0
+    return counts
 
 
 def main():
@@ -119,7 +128,7 @@ def run_workload(name, args, meter):
         if step_begin is not None:
             step_begin()
         before = meter.read() if meter else None
-        migrated0 = pages_migrated()
+        moved0 = vmstat_pages()
         t0 = time.perf_counter()
         if tokens:
             t = torch.randint(0, spec["vocab"], (spec["batch"], spec["seq"] + 1), generator=gen)
@@ -134,8 +143,12 @@ def run_workload(name, args, meter):
         opt.step()
         value = loss.item()
         host_s = time.perf_counter() - t0
+        moved = vmstat_pages()
         record = {"step": step, "host_s": host_s, "loss": value.hex(),
-                  "pages_migrated": pages_migrated() - migrated0}
+                  "pages_migrated": moved["pgmigrate_success"] - moved0["pgmigrate_success"],
+                  "pages_demoted": moved["pgdemote_kswapd"] + moved["pgdemote_direct"]
+                  - moved0["pgdemote_kswapd"] - moved0["pgdemote_direct"],
+                  "pages_promoted": moved["pgpromote_success"] - moved0["pgpromote_success"]}
         if meter:
             after = meter.read()
             record.update(meter.delta(before, after))

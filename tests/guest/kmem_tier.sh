@@ -13,5 +13,9 @@ echo "memory tiers: $(for d in "$tiers"/memory_tier*; do printf '%s=%s ' "${d##*
 "$cli" topology --json >/tmp/kmem-topology.json
 "$probe" topology /tmp/kmem-topology.json
 memtier=/usr/lib/x86_64-linux-gnu/libmemtier.so
-env -u MEMKIND_DAX_KMEM_NODES LD_PRELOAD="$memtier" MEMKIND_MEM_TIERS="KIND:KMEM_DAX,RATIO:1" "$probe" malloc-node 16
+# Only a KMEM_DAX tier: every allocation must land on the node memkind takes as dax kmem memory.
+env -u MEMKIND_DAX_KMEM_NODES LD_PRELOAD="$memtier" MEMKIND_MEM_TIERS="KIND:KMEM_DAX,RATIO:1;POLICY:STATIC_RATIO" \
+  "$probe" malloc-node 16 >/tmp/kmem-memtier.out 2>/tmp/kmem-memtier.err || memtier_rc=$?
+cat /tmp/kmem-memtier.out; cat /tmp/kmem-memtier.err >&2
+[ "${memtier_rc:-0}" = 0 ] || { echo "kmem_tier: the probe under libmemtier exited with $memtier_rc" >&2; exit 1; }
 "$probe" demote 64

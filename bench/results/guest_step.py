@@ -55,6 +55,87 @@ def vmstat_pages():
     return counts
 
 
+def anon_pages_per_node():
+    """This process's anonymous pages per node, from /proc/self/numa_maps: {node: pages of 4 KiB}."""
+    nodes = {}
+    try:
+        with open("/proc/self/numa_maps") as f:
+            for line in f:
+                if " anon=" not in line:
+                    continue
+                fields = line.split()
+                scale = 1
+                for x in fields:
+                    if x.startswith("kernelpagesize_kB="):
+                        scale = int(x.split("=")[1]) // 4
+                for x in fields:
+                    if x[:1] == "N" and "=" in x:
+                        node, count = x[1:].split("=")
+                        nodes[int(node)] = nodes.get(int(node), 0) + int(count) * scale
+    except OSError:
+        pass
+    return nodes
+
+
+def node_meminfo_kb(node, key):
+    with open(f"/sys/devices/system/node/node{node}/meminfo") as f:
+        for line in f:
+            parts = line.split()
+            if parts[2] == key + ":":
+                return int(parts[3])
+    return 0
+
+
+def node_high_watermark_pages(node):
+    """Sum of the high watermarks of the node's zones (/proc/zoneinfo): reclaim stops above it."""
+    total, here = 0, False
+    with open("/proc/zoneinfo") as f:
+        for line in f:
+            parts = line.split()
+            if line.startswith("Node "):
+                here = parts[1].rstrip(",") == str(node)
+            elif here and parts[:1] == ["high"]:
+                total += int(parts[1])
+    return total
+
+
+# The node-0 filler of --node0-share: a child bound to node 0 that locks memory there (mlocked pages are
+# never demoted or reclaimed), so that the rest of node 0 holds only the share of the program.
+FILLER = r"""
+import ctypes, mmap, sys
+n = int(sys.argv[1])
+libc = ctypes.CDLL(None, use_errno=True)
+m = mmap.mmap(-1, n, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+addr = ctypes.addressof((ctypes.c_char * n).from_buffer(m))
+if libc.mlock(ctypes.c_void_p(addr), ctypes.c_size_t(n)) != 0:
+    sys.exit("filler: mlock failed: errno %d" % ctypes.get_errno())
+print("ready", flush=True)
+sys.stdin.read()
+"""
+
+
+def fill_node0(share):
+    """Leaves node 0 room for `share` of this process's anonymous memory: a filler locks node 0's free
+    memory plus the rest of the program's pages there, less the high watermark, and the kernel must
+    demote that much of the program to node 1 to make room. Returns the filler and what it sized."""
+    import subprocess
+    if not os.path.exists("/sys/devices/system/node/node1/meminfo"):
+        raise SystemExit("--node0-share needs a second node to demote to (the kmem guest)")
+    pages = anon_pages_per_node()
+    program = sum(pages.values()) * 4096
+    free0 = node_meminfo_kb(0, "MemFree") * 1024
+    high = node_high_watermark_pages(0) * 4096
+    filler_bytes = max(0, int(free0 + (1 - share) * pages.get(0, 0) * 4096 - high)) // 4096 * 4096
+    proc = subprocess.Popen(["numactl", "--membind=0", "/usr/bin/python3", "-c", FILLER, str(filler_bytes)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    if proc.stdout.readline().strip() != b"ready":
+        raise SystemExit(f"node-0 filler of {filler_bytes} bytes failed (exit {proc.wait()})")
+    info = {"share": share, "program_anon_bytes": program, "node0_free_bytes": free0,
+            "node0_high_watermark_bytes": high, "filler_bytes": filler_bytes}
+    print(f"node 0 filled: {filler_bytes >> 20} MiB locked, program {program >> 20} MiB, share {share}", flush=True)
+    return proc, info
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--workloads", required=True, help="comma separated: " + ",".join(sorted(WORKLOADS)))
@@ -69,6 +150,11 @@ def main():
                    help="under valgrind --tool=callgrind --instr-atstart=no: count instructions from step FIRST "
                         "to step LAST (inclusive) of each workload, with LIB = libsentinel_callgrind_window.so "
                         "(bench/manage/event_cost.py)")
+    p.add_argument("--node0-share", type=float,
+                   help="after the first step, lock node 0's memory but for this share of the process's anonymous "
+                        "memory (the kernel's placements linux-tiering-* and autonuma-* in the kmem guest)")
+    p.add_argument("--numa-maps", action="store_true",
+                   help="record the process's anonymous pages per node (numa_maps) after every step")
     args = p.parse_args()
     names = args.workloads.split(",")
     for name in names:
@@ -157,16 +243,24 @@ def run_workload(name, args, meter):
                 record["virtual_ns"] = after["vcpu_virtual_ns"][args.cpu] - before["vcpu_virtual_ns"][args.cpu]
             else:  # not on the pinned CPU after all: the machine's clock, said so
                 record["virtual_clock"] = "machine"
+        if args.numa_maps:
+            record["anon_pages_per_node"] = {str(k): v for k, v in sorted(anon_pages_per_node().items())}
         steps.append(record)
+        if args.node0_share is not None and step == 0:
+            filler, fill_info = fill_node0(args.node0_share)
         if window and step == window[2]:
             window[0].sentinel_callgrind_dump()
         print(f"{name} {args.placement} step {step}: host {host_s:.2f} s"
               + (f", virtual {record['virtual_ns'] / 1e6:.2f} ms, slow misses "
                  f"{record['slow_read_misses'] + record['slow_write_misses']}" if meter else ""),
               flush=True)
+    result = {"workload": name, "placement": args.placement, "spec": spec, "steps": steps}
+    if args.node0_share is not None:
+        filler.stdin.close()
+        filler.wait()
+        result["node0_fill"] = fill_info
     with open(os.path.join(args.out_dir, f"{name}.{args.placement}.json"), "w") as f:
-        json.dump({"workload": name, "placement": args.placement, "spec": spec,
-                   "steps": steps}, f)
+        json.dump(result, f)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,8 @@ packages=(
   chromium fonts-dejavu-core fontconfig
   # The two-node NUMA guest (scripts/numa-guest.sh).
   qemu-system-x86 busybox-static cpio
+  # Node 1 as dax kmem memory in the guest (SENTINEL_GUEST_NODE1=kmem): namespaces and dax devices.
+  ndctl daxctl
   # Instruction counts without a PMU: bench/manage/event_cost.py (callgrind and its client requests).
   valgrind
 )

@@ -3,7 +3,7 @@
 # inside the guest (bench/results/run.sh). TIER is the plugin's preset, also given to Sentinel's planner
 # (SENTINEL_TIER). TIMELINE_STEPS: managed steps recorded in the executed timeline (0: no timeline).
 # Static placements (membind, interleave, memtier) run all workloads in one process, one after the
-# other; Sentinel's placements run one process per workload, because a percentage budget follows the
+# other; Sentinel's placements and the kernel's (linux-tiering-*, autonuma-*) run one process per workload, because a percentage budget follows the
 # largest step peak the process has seen. Each workload writes OUT_DIR/<workload>.<placement>.json;
 # a failed process leaves OUT_DIR/<placement>.<workloads>.err and the matrix goes on.
 set -uo pipefail
@@ -26,12 +26,14 @@ run_cell() {  # run_cell PLACEMENT WORKLOADS STEPS ENV... -- PREFIX...
   start=$(date +%s)
   # SENTINEL_BUILD_DIR (the host side's) would only make the preloaded runtime warn.
   env -u SENTINEL_BUILD_DIR "${envs[@]}" "${pre[@]}" /usr/bin/python3 "$here/guest_step.py" --workloads "$ws" \
-    --placement "$p" --steps "$n" --out-dir "$out" 2>"$err" || echo "   exit status $? (see $err)" >&2
+    --placement "$p" --steps "$n" --out-dir "$out" "${step_args[@]}" 2>"$err" || echo "   exit status $? (see $err)" >&2
   echo "   $(( $(date +%s) - start )) s" >&2
   [[ -s "$err" ]] || rm -f "$err"
 }
 
 sentinel=(LD_PRELOAD="$build/lib/libsentinel.so")
+step_args=()
+tiers=/sys/devices/virtual/memory_tiering
 for p in ${placements//,/ }; do
   case "$p" in
     all-fast) run_cell "$p" "$workloads" "$steps" -- numactl --membind=0 ;;
@@ -62,6 +64,27 @@ for p in ${placements//,/ }; do
           SENTINEL_FAST_BUDGET="${p##*-}%" SENTINEL_TIER="$tier" SENTINEL_STATS="$out/$w.$p.sentinel-stats" \
           SENTINEL_PROFILE_OUT="$out/$w.$p.profile.json" "${timeline_env[@]}" \
           SENTINEL_LOG=info SENTINEL_LOG_FILE="$out/$w.$p.log" --
+      done ;;
+    linux-tiering-*|autonuma-*)
+      # The kernel's own tiering (docs/results.md): demotion to the lower memory tier on, and NUMA
+      # balancing in tiering mode (2, TPP's promotion with its default rate limit) or classic (1). Needs
+      # node 1 in a lower tier (run.sh --node1 kmem). One process per workload: after its first step
+      # guest_step.py locks node 0 but for the share of the process's anonymous memory (--node0-share)
+      # and records the pages per node from numa_maps at every step, which shows whether the share holds.
+      if [[ $(ls -d "$tiers"/memory_tier* 2>/dev/null | wc -l) -lt 2 ]]; then
+        echo "guest_matrix: $p needs node 1 in a lower memory tier (run.sh --node1 kmem); skipped" >&2; continue
+      fi
+      mode=2; [[ "$p" == autonuma-* ]] && mode=1
+      share="${p##*-}"
+      for w in ${workloads//,/ }; do
+        echo 1 >/sys/kernel/mm/numa/demotion_enabled && echo "$mode" >/proc/sys/kernel/numa_balancing || {
+          echo "guest_matrix: cannot turn demotion and numa_balancing=$mode on; $p skipped" >&2; break; }
+        echo "   numa_balancing=$mode demotion_enabled=1 promote_rate_limit_MBps=$(cat /proc/sys/kernel/numa_balancing_promote_rate_limit_MBps 2>/dev/null || echo -)" >&2
+        step_args=(--node0-share "0.$share" --numa-maps)
+        [[ "$share" == 100 ]] && step_args=(--node0-share 1 --numa-maps)
+        run_cell "$p" "$w" "$steps" --
+        step_args=()
+        echo 0 >/proc/sys/kernel/numa_balancing; echo 0 >/sys/kernel/mm/numa/demotion_enabled
       done ;;
     *) echo "guest_matrix: unknown placement $p" >&2 ;;
   esac

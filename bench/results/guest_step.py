@@ -5,7 +5,7 @@ Runs in the two-node guest with SENTINEL_GUEST_SLOW_TIER on (bench/results/run.s
 each placement); on the host (--host) it only measures the step time, for the CPI calibration.
 Several workloads run one after the other in one process (import torch takes minutes in the guest);
 each writes OUT_DIR/<workload>.<placement>.json: per step the virtual time, instructions, misses per
-node, pages migrated by the kernel (/proc/vmstat pgmigrate_success), host seconds and the loss.
+node, pages the kernel migrated, demoted and promoted (/proc/vmstat), host seconds and the loss.
 """
 import argparse
 import json
@@ -35,15 +35,105 @@ WORKLOADS = {
 DEFAULTS = dict(batch=16, width=256, depth=2, features=64, classes=10, channels=8, image=16, seq=16)
 
 
-def pages_migrated():
+# The kernel's page movement (/proc/vmstat): every migration (pgmigrate_success, which counts
+# demotions and promotions too), reclaim's demotions to a lower memory tier (pgdemote_kswapd,
+# pgdemote_direct) and NUMA balancing's promotions in tiering mode (pgpromote_success). Counters a
+# kernel lacks read 0.
+VMSTAT_KEYS = ("pgmigrate_success", "pgdemote_kswapd", "pgdemote_direct", "pgpromote_success")
+
+
+def vmstat_pages():
+    counts = dict.fromkeys(VMSTAT_KEYS, 0)
     try:
         with open("/proc/vmstat") as f:
             for line in f:
-                if line.startswith("pgmigrate_success "):
-                    return int(line.split()[1])
+                key, _, value = line.partition(" ")
+                if key in counts:
+                    counts[key] = int(value)
     except OSError:
         pass
+    return counts
+
+
+def anon_pages_per_node():
+    """This process's anonymous pages per node, from /proc/self/numa_maps: {node: pages of 4 KiB}."""
+    nodes = {}
+    try:
+        with open("/proc/self/numa_maps") as f:
+            for line in f:
+                if " anon=" not in line:
+                    continue
+                fields = line.split()
+                scale = 1
+                for x in fields:
+                    if x.startswith("kernelpagesize_kB="):
+                        scale = int(x.split("=")[1]) // 4
+                for x in fields:
+                    if x[:1] == "N" and "=" in x:
+                        node, count = x[1:].split("=")
+                        nodes[int(node)] = nodes.get(int(node), 0) + int(count) * scale
+    except OSError:
+        pass
+    return nodes
+
+
+def node_meminfo_kb(node, key):
+    with open(f"/sys/devices/system/node/node{node}/meminfo") as f:
+        for line in f:
+            parts = line.split()
+            if parts[2] == key + ":":
+                return int(parts[3])
     return 0
+
+
+def node_high_watermark_pages(node):
+    """Sum of the high watermarks of the node's zones (/proc/zoneinfo): reclaim stops above it."""
+    total, here = 0, False
+    with open("/proc/zoneinfo") as f:
+        for line in f:
+            parts = line.split()
+            if line.startswith("Node "):
+                here = parts[1].rstrip(",") == str(node)
+            elif here and parts[:1] == ["high"]:
+                total += int(parts[1])
+    return total
+
+
+# The node-0 filler of --node0-share: a child bound to node 0 that locks memory there (mlocked pages are
+# never demoted or reclaimed), so that the rest of node 0 holds only the share of the program.
+FILLER = r"""
+import ctypes, mmap, sys
+n = int(sys.argv[1])
+libc = ctypes.CDLL(None, use_errno=True)
+m = mmap.mmap(-1, n, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+addr = ctypes.addressof((ctypes.c_char * n).from_buffer(m))
+if libc.mlock(ctypes.c_void_p(addr), ctypes.c_size_t(n)) != 0:
+    sys.exit("filler: mlock failed: errno %d" % ctypes.get_errno())
+print("ready", flush=True)
+sys.stdin.read()
+"""
+
+
+def fill_node0(share):
+    """Leaves node 0 room for `share` of this process's anonymous memory: a filler locks node 0's free
+    memory plus the rest of the program's pages there, less the high watermark, and the kernel must
+    demote that much of the program to node 1 to make room. Returns the filler and what it sized."""
+    import subprocess
+    if not os.path.exists("/sys/devices/system/node/node1/meminfo"):
+        raise SystemExit("--node0-share needs a second node to demote to (the kmem guest)")
+    pages = anon_pages_per_node()
+    program = sum(pages.values()) * 4096
+    free0 = node_meminfo_kb(0, "MemFree") * 1024
+    high = node_high_watermark_pages(0) * 4096
+    filler_bytes = max(0, int(free0 + (1 - share) * pages.get(0, 0) * 4096 - high)) // 4096 * 4096
+    proc = subprocess.Popen(["numactl", "--membind=0", "/usr/bin/python3", "-c", FILLER, str(filler_bytes)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    if proc.stdout.readline().strip() != b"ready":
+        raise SystemExit(f"node-0 filler of {filler_bytes} bytes failed (exit {proc.wait()})")
+    info = {"share": share, "program_anon_bytes": program, "node0_free_bytes": free0,
+            "node0_high_watermark_bytes": high, "filler_bytes": filler_bytes}
+    print(f"node 0 filled: {filler_bytes >> 20} MiB locked, program {program >> 20} MiB, share {share}", flush=True)
+    return proc, info
 
 
 def main():
@@ -60,6 +150,11 @@ def main():
                    help="under valgrind --tool=callgrind --instr-atstart=no: count instructions from step FIRST "
                         "to step LAST (inclusive) of each workload, with LIB = libsentinel_callgrind_window.so "
                         "(bench/manage/event_cost.py)")
+    p.add_argument("--node0-share", type=float,
+                   help="after the first step, lock node 0's memory but for this share of the process's anonymous "
+                        "memory (the kernel's placements linux-tiering-* and autonuma-* in the kmem guest)")
+    p.add_argument("--numa-maps", action="store_true",
+                   help="record the process's anonymous pages per node (numa_maps) after every step")
     args = p.parse_args()
     names = args.workloads.split(",")
     for name in names:
@@ -119,7 +214,7 @@ def run_workload(name, args, meter):
         if step_begin is not None:
             step_begin()
         before = meter.read() if meter else None
-        migrated0 = pages_migrated()
+        moved0 = vmstat_pages()
         t0 = time.perf_counter()
         if tokens:
             t = torch.randint(0, spec["vocab"], (spec["batch"], spec["seq"] + 1), generator=gen)
@@ -134,8 +229,12 @@ def run_workload(name, args, meter):
         opt.step()
         value = loss.item()
         host_s = time.perf_counter() - t0
+        moved = vmstat_pages()
         record = {"step": step, "host_s": host_s, "loss": value.hex(),
-                  "pages_migrated": pages_migrated() - migrated0}
+                  "pages_migrated": moved["pgmigrate_success"] - moved0["pgmigrate_success"],
+                  "pages_demoted": moved["pgdemote_kswapd"] + moved["pgdemote_direct"]
+                  - moved0["pgdemote_kswapd"] - moved0["pgdemote_direct"],
+                  "pages_promoted": moved["pgpromote_success"] - moved0["pgpromote_success"]}
         if meter:
             after = meter.read()
             record.update(meter.delta(before, after))
@@ -144,16 +243,24 @@ def run_workload(name, args, meter):
                 record["virtual_ns"] = after["vcpu_virtual_ns"][args.cpu] - before["vcpu_virtual_ns"][args.cpu]
             else:  # not on the pinned CPU after all: the machine's clock, said so
                 record["virtual_clock"] = "machine"
+        if args.numa_maps:
+            record["anon_pages_per_node"] = {str(k): v for k, v in sorted(anon_pages_per_node().items())}
         steps.append(record)
+        if args.node0_share is not None and step == 0:
+            filler, fill_info = fill_node0(args.node0_share)
         if window and step == window[2]:
             window[0].sentinel_callgrind_dump()
         print(f"{name} {args.placement} step {step}: host {host_s:.2f} s"
               + (f", virtual {record['virtual_ns'] / 1e6:.2f} ms, slow misses "
                  f"{record['slow_read_misses'] + record['slow_write_misses']}" if meter else ""),
               flush=True)
+    result = {"workload": name, "placement": args.placement, "spec": spec, "steps": steps}
+    if args.node0_share is not None:
+        filler.stdin.close()
+        filler.wait()
+        result["node0_fill"] = fill_info
     with open(os.path.join(args.out_dir, f"{name}.{args.placement}.json"), "w") as f:
-        json.dump({"workload": name, "placement": args.placement, "spec": spec,
-                   "steps": steps}, f)
+        json.dump(result, f)
 
 
 if __name__ == "__main__":

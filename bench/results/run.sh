@@ -8,7 +8,10 @@
 #   --tier T          optane | cxl | FILE (default optane)
 #   --workloads LIST  comma separated, from guest_step.py (default mlp,mlp-adam,cnn,lstm,transformer)
 #   --placements LIST all-fast,all-slow,first-touch-20,first-touch-50,memtier-20,memtier-50,
-#                     interleave,managed-20,managed-50 (default: all but managed-*)
+#                     interleave,managed-20,managed-50, and with --node1 kmem linux-tiering-20,
+#                     linux-tiering-50,autonuma-20,autonuma-50 (default: all but managed-* and the kernel's)
+#   --node1 K         plain | kmem: node 1 as the guest's plain node or as dax kmem memory in a lower
+#                     memory tier (SENTINEL_GUEST_NODE1, docs/numa-guest.md; default plain)
 #   --steps N         steps per cell; the first is warm-up, the rest are steady (default 6)
 #   --managed-steps N steps per managed cell (default: --steps; use 16 or more: detection, warm-up and
 #                     profiling come first, the last 5 steps are the steady ones)
@@ -30,6 +33,7 @@ steps=6
 managed_steps=
 timeline_steps=
 cpi=1.0
+node1=plain
 also=()
 while (( $# > 1 )); do
   case "$1" in
@@ -40,12 +44,13 @@ while (( $# > 1 )); do
     --managed-steps) managed_steps="$2"; shift 2 ;;
     --timeline-steps) timeline_steps="$2"; shift 2 ;;
     --cpi) cpi="$2"; shift 2 ;;
+    --node1) node1="$2"; shift 2 ;;
     --also) [[ "$2" == *:* ]] || { echo "run.sh: --also takes WORKLOADS:PLACEMENTS" >&2; exit 2; }
             also+=("$2"); shift 2 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
-[[ $# == 1 ]] || { sed -n '2,23p' "$0" >&2; exit 2; }
+[[ $# == 1 ]] || { sed -n '2,26p' "$0" >&2; exit 2; }
 out="$1"
 mkdir -p "$out"
 out="$(cd "$out" && pwd -P)"
@@ -61,7 +66,7 @@ OMP_NUM_THREADS=1 /usr/bin/python3 "$here/guest_step.py" --host --workloads "$al
 
 echo "== guest matrix ($tier)"
 start=$(date +%s)
-SENTINEL_BUILD_DIR="$build" SENTINEL_GUEST_RW="$out" SENTINEL_GUEST_SLOW_TIER="$tier" \
+SENTINEL_BUILD_DIR="$build" SENTINEL_GUEST_RW="$out" SENTINEL_GUEST_SLOW_TIER="$tier" SENTINEL_GUEST_NODE1="$node1" \
   SENTINEL_GUEST_SLOW_TIER_STATS="$out/plugin-stats.json" SENTINEL_GUEST_SLOW_TIER_OPTS="cpi=$cpi" \
   SENTINEL_GUEST_TIMEOUT="${SENTINEL_GUEST_TIMEOUT:-36000}" \
   "$root/scripts/numa-guest.sh" bash -c 'script=$1 out=$2; shift 2; rest=("${@:1:5}"); shift 5

@@ -12,8 +12,9 @@ import os
 import statistics
 import sys
 
-ORDER = ["all-fast", "all-slow", "first-touch-20", "memtier-20", "managed-20",
-         "first-touch-50", "memtier-50", "interleave", "managed-50"]
+ORDER = ["all-fast", "all-slow", "first-touch-20", "memtier-20", "linux-tiering-20", "autonuma-20",
+         "managed-20", "first-touch-50", "memtier-50", "linux-tiering-50", "autonuma-50", "interleave",
+         "managed-50"]
 
 
 def steady(cell, key):
@@ -39,6 +40,12 @@ def load_cells(out):
             if "slow_read_misses" in s:
                 s["slow_misses"] = slow_misses(s)
                 s["migrated_bytes"] = s["pages_migrated"] * 4096
+            # The kernel's demotions and promotions are also migrations (pgmigrate_success counts them).
+            s["demoted_bytes"] = s.get("pages_demoted", 0) * 4096
+            s["promoted_bytes"] = s.get("pages_promoted", 0) * 4096
+            pages = s.get("anon_pages_per_node")
+            if pages:
+                s["node0_share"] = pages.get("0", 0) / max(1, sum(pages.values()))
         cells[(c["workload"], c["placement"])] = c
     return cells
 
@@ -83,6 +90,23 @@ def main():
             row.append(f"{ratio}, {steady(c, 'slow_misses'):.0f}, "
                        f"{steady(c, 'migrated_bytes') / 1e6:.1f}")
         print(f"| {w} | " + " | ".join(row) + " |")
+    kernel = [p for p in placements if p.startswith(("linux-tiering-", "autonuma-"))]
+    if kernel:
+        print("\nThe kernel's placements: MB demoted / promoted per step (pgdemote_*, pgpromote_success) and "
+              "the share of the process's anonymous pages on node 0 (numa_maps), medians of the steady steps.\n")
+        print("| workload | " + " | ".join(kernel) + " |")
+        print("|---|" + "---|" * len(kernel))
+        for w in workloads:
+            row = []
+            for p in kernel:
+                c = cells.get((w, p))
+                if c is None or "virtual_ns" not in c["steps"][0]:
+                    row.append("not run")
+                    continue
+                share = (f"{steady(c, 'node0_share') * 100:.0f}%" if "node0_share" in c["steps"][-1] else "?")
+                row.append(f"{steady(c, 'demoted_bytes') / 1e6:.2f} / {steady(c, 'promoted_bytes') / 1e6:.2f}, "
+                           f"node 0 {share}")
+            print(f"| {w} | " + " | ".join(row) + " |")
     print("\nCalibration: the all-fast virtual step against the host's measured step (one thread).\n")
     print("| workload | host step ms | virtual all-fast ms | virtual/host | instructions/step "
           "| fast misses/step | CPI that matches the host |")

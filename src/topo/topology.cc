@@ -40,6 +40,19 @@ static void read_memory_tiers(const std::string& root, std::vector<NodeInfo>* no
   }
 }
 
+// Dax devices bound to the kmem driver (bus/dax/drivers/kmem/daxX.Y links to the device), by their
+// target_node: the memory Linux onlined from PMem or CXL devices as system RAM.
+static void read_dax_kmem(const std::string& root, std::vector<NodeInfo>* nodes) {
+  const std::string dir = root + "/bus/dax/drivers/kmem";
+  for (const auto& name : list_dir(dir)) {
+    if (name.rfind("dax", 0) != 0) continue;
+    auto node = read_u64(dir + "/" + name + "/target_node");
+    if (!node) continue;
+    for (auto& n : *nodes)
+      if (n.id == static_cast<int>(*node)) n.dax_kmem += (n.dax_kmem.empty() ? "" : ",") + name;
+  }
+}
+
 bool read_nodes(const std::string& root, std::vector<NodeInfo>* nodes, std::string* error) {
   nodes->clear();
   const std::string base = root + "/devices/system/node";
@@ -95,6 +108,7 @@ bool read_nodes(const std::string& root, std::vector<NodeInfo>* nodes, std::stri
     nodes->push_back(std::move(n));
   }
   read_memory_tiers(root, nodes);
+  read_dax_kmem(root, nodes);
   return true;
 }
 
@@ -152,10 +166,17 @@ int slow_evidence(const Topology& t, const NodeInfo& c, const NodeInfo& f, std::
     score += s;
     *why += (why->empty() ? "" : "; ") + text;
   };
+  if (tier_cmp(c, f) > 0) {
+    add(16, "the kernel's memory tiers put it in memory_tier" + std::to_string(c.memory_tier) +
+                " below node " + std::to_string(f.id) + "'s memory_tier" + std::to_string(f.memory_tier) +
+                (c.dax_kmem.empty() ? "" : " (" + c.dax_kmem + " onlined by dax kmem)"));
+  } else if (!c.dax_kmem.empty()) {
+    add(4, c.dax_kmem + " onlined by dax kmem");
+  } else if (c.memory_tier >= 0 && c.memory_tier == f.memory_tier) {
+    add(0, "memory_tier" + std::to_string(c.memory_tier) + " like node " + std::to_string(f.id) +
+               " (the kernel does not tier them)");
+  }
   if (!c.has_cpus()) add(8, "no CPUs (memory-only node, like CXL or PMem)");
-  if (tier_cmp(c, f) > 0)
-    add(4, "memory tier " + std::to_string(c.memory_tier) + " vs " + std::to_string(f.memory_tier) +
-               " (higher = slower)");
   if (c.hmat.read_latency_ns && f.hmat.read_latency_ns && c.hmat.read_latency_ns > f.hmat.read_latency_ns)
     add(2, "HMAT read latency " + std::to_string(c.hmat.read_latency_ns) + " ns vs " +
                std::to_string(f.hmat.read_latency_ns) + " ns");
@@ -171,7 +192,7 @@ int slow_evidence(const Topology& t, const NodeInfo& c, const NodeInfo& f, std::
 std::string describe_fast(const NodeInfo& f) {
   std::string s = "node " + std::to_string(f.id) + " is fast: ";
   s += f.has_cpus() ? "DRAM with CPUs " + format_id_list(f.cpus) : "memory node (no node has CPUs)";
-  if (f.memory_tier >= 0) s += ", memory tier " + std::to_string(f.memory_tier);
+  if (f.memory_tier >= 0) s += ", memory_tier" + std::to_string(f.memory_tier);
   if (f.hmat.read_latency_ns) s += ", HMAT read latency " + std::to_string(f.hmat.read_latency_ns) + " ns";
   return s;
 }
@@ -215,10 +236,15 @@ bool choose_tiers(const TopologyOptions& options, Topology* t, std::string* erro
     slow_reason = "node " + std::to_string(slow) + " is slow: SENTINEL_SLOW_NODE" +
                   (slow_reason.empty() ? "" : " (" + slow_reason + ")");
   } else {
+    // The kernel's tiers first: only nodes of the nearest tier below the fast node's, if there is one.
+    int below = -1;
+    for (const auto& c : t->nodes)
+      if (c.has_memory() && c.id != fast && tier_cmp(c, f) > 0 && (below < 0 || c.memory_tier < below))
+        below = c.memory_tier;
     int best_score = -1, best_dist = -1;
     std::string best_why;
     for (const auto& c : t->nodes) {
-      if (!c.has_memory() || c.id == fast) continue;
+      if (!c.has_memory() || c.id == fast || (below >= 0 && c.memory_tier != below)) continue;
       std::string why;
       int score = slow_evidence(*t, c, f, &why);
       int dist = t->distance(fast, c.id);
@@ -227,9 +253,9 @@ bool choose_tiers(const TopologyOptions& options, Topology* t, std::string* erro
       }
     }
     slow_reason = "node " + std::to_string(slow) + " is slow: " +
-                  (best_why.empty() ? "no sign that it is slower (CPUs, same tier, no HMAT); taken as the other "
-                                      "memory node"
-                                    : best_why);
+                  (best_score > 0 ? best_why
+                                  : "no sign that it is slower (CPUs, same tier, no HMAT); taken as the other "
+                                    "memory node" + (best_why.empty() ? "" : "; " + best_why));
   }
   t->slow_node = slow;
   t->reason = fast_reason + "; " + slow_reason;

@@ -1,13 +1,18 @@
 // NUMA topology detection and the choice of the fast (DRAM) and slow (CXL/PMem-like) node.
 //
 // Sources: sysfs under an injectable root (nodes, meminfo, cpulist, distance, memory tiers from
-// devices/virtual/memory_tiering, HMAT access0 figures) and, on the real root, libnuma as a
-// cross-check and for live size/free figures. Tests build fake trees and pass their root.
+// devices/virtual/memory_tiering, dax devices bound to the kmem driver from bus/dax, HMAT access0
+// figures) and, on the real root, libnuma as a cross-check and for live size/free figures. Tests
+// build fake trees and pass their root.
 //
 // Choice rule (see choose_tiers): fast = a memory node with CPUs in the fastest memory tier (best
-// HMAT read latency, then lowest id); slow = among the other memory nodes the one with the most
-// evidence of being slower (no CPUs, a higher tier number, worse HMAT latency/bandwidth, larger
-// distance). A single memory node yields tiered() == false: no placement, no migration.
+// HMAT read latency, then lowest id). Slow: where the kernel's memory tiers put the other memory
+// nodes in more than one tier, the tiers decide: the slow node comes from the nearest tier below the
+// fast node's (the one Linux demotes the fast node's pages to; in Linux 6.1 only memory onlined by
+// the dax kmem driver, Optane PMem or CXL memory, lands there), and the evidence below only picks
+// within that tier. Otherwise (no tiers, or every memory node in one tier, as for a plain CPU-less
+// node) the node with the most evidence of being slower: no CPUs, worse HMAT latency/bandwidth,
+// larger distance. A single memory node yields tiered() == false: no placement, no migration.
 // Overrides (SENTINEL_FAST_NODE / SENTINEL_SLOW_NODE values) must name an existing node with memory.
 //
 // Thread safety: detect_topology and choose_tiers are reentrant (no shared state). A Topology is a
@@ -41,6 +46,7 @@ struct NodeInfo {
   // distances[i] is the SLIT distance to node_ids[i] of the owning Topology (same order).
   std::vector<int> distances;
   int memory_tier = -1;  // memory_tierN id; lower = faster; -1 if the kernel shows no tiers
+  std::string dax_kmem;  // dax devices whose memory the kmem driver onlined on this node ("dax0.0")
   HmatAccess hmat;
   bool has_memory() const { return total_bytes > 0; }
   bool has_cpus() const { return !cpus.empty(); }

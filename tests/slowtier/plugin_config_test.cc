@@ -29,6 +29,23 @@ TEST(PluginConfig, PresetGivesTheTierModelsPublishedFigures) {
   EXPECT_NE(parameters_json(c).find("\"slow_latency_ns\": 305"), std::string::npos);
 }
 
+TEST(PluginConfig, KmemLayoutPutsNode1AfterNode0) {
+  PluginConfig c;
+  std::string err;
+  ASSERT_TRUE(parse({"tier=cxl", "node0_mb=2048", "node1_mb=2176", "layout=kmem"}, &c, &err)) << err;
+  EXPECT_EQ(c.layout, NodeMap::Layout::kKmem);
+  EXPECT_EQ(c.node1_base, 2048ull << 20);
+  EXPECT_NE(parameters_json(c).find("\"layout\": \"kmem\""), std::string::npos);
+  ASSERT_TRUE(parse({"tier=cxl", "node0_mb=2048", "node1_mb=2048", "layout=plain"}, &c, &err)) << err;
+  EXPECT_EQ(c.node1_base, 4096ull << 20);
+  EXPECT_NE(parameters_json(c).find("\"layout\": \"plain\""), std::string::npos);
+  // An explicit base still wins; a bad layout names the key.
+  ASSERT_TRUE(parse({"tier=cxl", "node0_mb=256", "node1_mb=256", "layout=kmem", "node1_base_mb=300"}, &c, &err));
+  EXPECT_EQ(c.node1_base, 300ull << 20);
+  EXPECT_FALSE(parse({"tier=cxl", "node0_mb=256", "node1_mb=256", "layout=nvdimm"}, &c, &err));
+  EXPECT_NE(err.find("layout"), std::string::npos);
+}
+
 TEST(PluginConfig, TierFileUsesTheReplayKeys) {
   char path[] = "/tmp/slowtier-tier-XXXXXX";
   int fd = mkstemp(path);

@@ -114,5 +114,22 @@ TEST(NodeMap, Qemu72LayoutPutsNode1AtTwiceNode0) {
   EXPECT_EQ(m.node_of(5120ull << 20), Node::kOther);
 }
 
+// Node 1 as dax kmem memory: the NVDIMM backend's block follows node 0's directly (no second mapping
+// into the RAM container), and the RAM blocks after it (firmware) are nobody's.
+TEST(NodeMap, Qemu72KmemLayoutPutsTheNvdimmRightAfterNode0) {
+  const uint64_t n0 = 2048ull << 20, nv = (2048ull + 128) << 20;
+  NodeMap m = NodeMap::qemu72_kmem_layout(n0, nv);
+  EXPECT_EQ(m.node1_base(), n0);
+  EXPECT_EQ(m.node_of(n0 - 1), Node::kFast);
+  EXPECT_EQ(m.node_of(n0), Node::kSlow);
+  EXPECT_EQ(m.backend_offset(n0), 0u);
+  EXPECT_EQ(m.backend_offset(n0 + (128ull << 20) + 8192), (128ull << 20) + 8192);
+  EXPECT_EQ(m.node_of(n0 + nv - 1), Node::kSlow);
+  EXPECT_EQ(m.node_of(n0 + nv), Node::kOther);
+  EXPECT_EQ(m.node_of(2 * n0 + nv), Node::kOther);
+  // The plain layout's node 1 would start where this one is already half through.
+  EXPECT_NE(NodeMap::qemu72_layout(n0, nv).node1_base(), m.node1_base());
+}
+
 }  // namespace
 }  // namespace sentinel::slowtier

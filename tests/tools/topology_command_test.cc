@@ -62,6 +62,27 @@ TEST(TopologyCli, JsonListsEveryNode) {
   EXPECT_TRUE(j["tiered"].get<bool>());
 }
 
+TEST(TopologyCli, KmemNodeShowsItsTierAndDaxDevice) {
+  topo::testing::FakeSysfs fs;
+  fs.set_online("0-1");
+  fs.add_node(0, 2048, 1024, "0-1", {10, 30});
+  fs.add_node(1, 2048, 2000, "", {30, 10});
+  fs.set_tier(4, "0");
+  fs.set_tier(22, "1");
+  fs.write("bus/dax/drivers/kmem/dax0.0/target_node", "1\n");
+  std::string out;
+  ASSERT_EQ(run({"--sysfs-root", fs.root()}, &out), 0);
+  EXPECT_NE(out.find("dax0.0"), std::string::npos) << out;
+  EXPECT_NE(out.find("slow node: 1"), std::string::npos) << out;
+  EXPECT_NE(out.find("memory_tier22 below node 0's memory_tier4"), std::string::npos) << out;
+  ASSERT_EQ(run({"--json", "--sysfs-root", fs.root()}, &out), 0);
+  auto j = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << out;
+  EXPECT_EQ(j["nodes"][1]["memory_tier"], 22);
+  EXPECT_EQ(j["nodes"][1]["dax_kmem"], "dax0.0");
+  EXPECT_EQ(j["nodes"][0]["dax_kmem"], "");
+}
+
 TEST(TopologyCli, InvalidOverrideFails) {
   topo::testing::FakeSysfs fs;
   fs.set_online("0");

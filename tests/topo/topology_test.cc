@@ -97,7 +97,68 @@ TEST(Topology, HigherMemoryTierIsSlow) {
   EXPECT_EQ(t.nodes[0].memory_tier, 4);
   EXPECT_EQ(t.fast_node, 0);
   EXPECT_EQ(t.slow_node, 2);
-  EXPECT_NE(t.reason.find("memory tier 22 vs 4"), std::string::npos) << t.reason;
+  EXPECT_NE(t.reason.find("memory_tier22 below node 0's memory_tier4"), std::string::npos) << t.reason;
+}
+
+// The guest with SENTINEL_GUEST_NODE1=kmem, and a machine with Optane PMem or CXL memory onlined by
+// daxctl: the slow node is named from the kernel's memory tiers, and its dax kmem device is named.
+TEST(Topology, KmemNodeInALowerTierIsSlowAndNamed) {
+  FakeSysfs fs;
+  two_nodes_cpuless(fs);
+  fs.set_tier(4, "0");
+  fs.set_tier(22, "1");
+  fs.write("bus/dax/drivers/kmem/dax0.0/target_node", "1\n");
+  fs.write("bus/dax/drivers/kmem/new_id", "");  // the driver directory's own files are not devices
+  Topology t = detect_ok(opts(fs));
+  EXPECT_EQ(t.nodes[1].dax_kmem, "dax0.0");
+  EXPECT_EQ(t.nodes[0].dax_kmem, "");
+  EXPECT_EQ(t.fast_node, 0);
+  EXPECT_EQ(t.slow_node, 1);
+  EXPECT_NE(t.reason.find("the kernel's memory tiers put it in memory_tier22 below node 0's memory_tier4 "
+                          "(dax0.0 onlined by dax kmem)"),
+            std::string::npos)
+      << t.reason;
+}
+
+// The tiers outrank every other sign: a CPU-less node of the DRAM tier (e.g. HBM, or the guest's plain
+// node) farther away than a kmem node still is not the slow node; of two lower tiers the nearer wins.
+TEST(Topology, NearestLowerTierWinsOverOtherEvidence) {
+  FakeSysfs fs;
+  fs.set_online("0-3");
+  fs.add_node(0, 2048, 2000, "0-3", {10, 40, 20, 30});
+  fs.add_node(1, 2048, 2000, "", {40, 10, 40, 40});   // no CPUs, far, worse HMAT, but DRAM tier
+  fs.add_node(2, 4096, 4000, "4-7", {20, 40, 10, 30});  // CPUs, in the kmem tier
+  fs.add_node(3, 8192, 8000, "", {30, 40, 30, 10});   // no CPUs, in a tier below that
+  fs.set_hmat(0, 100, 20000);
+  fs.set_hmat(1, 400, 5000);
+  fs.set_tier(4, "0-1");
+  fs.set_tier(22, "2");
+  fs.set_tier(30, "3");
+  Topology t = detect_ok(opts(fs));
+  EXPECT_EQ(t.fast_node, 0);
+  EXPECT_EQ(t.slow_node, 2) << t.reason;
+  EXPECT_NE(t.reason.find("memory_tier22"), std::string::npos) << t.reason;
+}
+
+// One tier for every node (the guest's plain node 1): the old evidence decides, and the reason says
+// the kernel does not tier them.
+TEST(Topology, SameTierFallsBackToEvidenceAndSaysSo) {
+  FakeSysfs fs;
+  two_nodes_cpuless(fs);
+  fs.set_tier(4, "0-1");
+  Topology t = detect_ok(opts(fs));
+  EXPECT_EQ(t.slow_node, 1);
+  EXPECT_NE(t.reason.find("no CPUs"), std::string::npos) << t.reason;
+  EXPECT_NE(t.reason.find("memory_tier4 like node 0 (the kernel does not tier them)"), std::string::npos)
+      << t.reason;
+  // Two CPU nodes in one tier and nothing else to tell them apart: still "no sign", with the tier note.
+  FakeSysfs plain;
+  plain.set_online("0-1");
+  plain.add_node(0, 1024, 1000, "0", {10, 10});
+  plain.add_node(1, 1024, 1000, "1", {10, 10});
+  plain.set_tier(4, "0-1");
+  t = detect_ok(opts(plain));
+  EXPECT_NE(t.reason.find("no sign that it is slower"), std::string::npos) << t.reason;
 }
 
 TEST(Topology, WorseHmatIsSlowAndBetterHmatIsFast) {

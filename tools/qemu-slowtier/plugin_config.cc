@@ -73,6 +73,9 @@ bool parse_plugin_args(int argc, const char* const* argv, PluginConfig* out, std
     } else if (key == "node1_mb") {
       ok = parse_u64(value, 1, &u);
       c.node1_bytes = u << 20;
+    } else if (key == "layout") {
+      ok = value == "plain" || value == "kmem";
+      c.layout = value == "kmem" ? NodeMap::Layout::kKmem : NodeMap::Layout::kPlain;
     } else if (key == "node1_base_mb") {
       ok = parse_u64(value, 0, &node1_base_mb);
       have_base = true;
@@ -128,7 +131,7 @@ bool parse_plugin_args(int argc, const char* const* argv, PluginConfig* out, std
     *error = "node0_mb and node1_mb are required";
     return false;
   }
-  c.node1_base = have_base ? node1_base_mb << 20 : 2 * c.node0_bytes;
+  c.node1_base = have_base ? node1_base_mb << 20 : NodeMap::qemu72_node1_base(c.layout, c.node0_bytes);
   if (c.node1_base < c.node0_bytes) {
     *error = "node1_base_mb overlaps node 0";
     return false;
@@ -162,7 +165,8 @@ std::string parameters_json(const PluginConfig& c) {
                 "\"slow_latency_ns\": %g, \"slow_read_bw_gbps\": %g, \"slow_write_bw_gbps\": %g, "
                 "\"mlp\": %g, \"line_bytes\": %g, \"cpi\": %g, \"freq_ghz\": %g, "
                 "\"cache_bytes\": %llu, \"cache_ways\": %u, \"epoch_instructions\": %llu, "
-                "\"delay_ns\": %g, \"node0_bytes\": %llu, \"node1_bytes\": %llu, \"node1_base\": %llu, "
+                "\"delay_ns\": %g, \"layout\": \"%s\", \"node0_bytes\": %llu, \"node1_bytes\": %llu, "
+                "\"node1_base\": %llu, "
                 "\"stream_trackers\": %u, \"stream_train\": %u, \"stream_window\": %u, "
                 "\"string_bytes_per_cycle\": %g, \"sync_quantum_ns\": %g, \"sync_max_wait_ms\": %g",
                 json_string(c.tier_spec).c_str(), json_string(describe_memory_system(m)).c_str(),
@@ -170,6 +174,7 @@ std::string parameters_json(const PluginConfig& c) {
                 m.slow.read_bw_gbps, m.slow.write_bw_gbps, m.mlp, m.access_bytes, c.cpi, c.freq_ghz,
                 static_cast<unsigned long long>(c.cache_bytes), c.cache_ways,
                 static_cast<unsigned long long>(c.epoch_instructions), c.delay_ns,
+                c.layout == NodeMap::Layout::kKmem ? "kmem" : "plain",
                 static_cast<unsigned long long>(c.node0_bytes),
                 static_cast<unsigned long long>(c.node1_bytes),
                 static_cast<unsigned long long>(c.node1_base), c.stream.trackers, c.stream.train,

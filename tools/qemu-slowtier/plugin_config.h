@@ -2,8 +2,10 @@
 // The memory tiers come from the same presets and file format as `sentinel replay`'s tier models
 // (src/plan/tier_model.h): tier=optane|cxl|dram|optane-2m|cxl-2m|FILE.
 //
-// Keys: tier (required), stats (JSON written at exit), node0_mb, node1_mb (required), node1_base_mb
-// (default 2 * node0_mb, QEMU 7.2's layout), node0_file, node1_file (the memory backends' files,
+// Keys: tier (required), stats (JSON written at exit), node0_mb, node1_mb (required; with kmem the
+// whole NVDIMM), layout (plain|kmem, default plain: how node 1's memory reaches the guest, node_map.h),
+// node1_base_mb (default: the QEMU 7.2 layout's, 2 * node0_mb plain, node0_mb kmem), node0_file,
+// node1_file (the memory backends' files,
 // needed to answer mailbox reads), cpi (1.0), freq_ghz (3.0), cache_kb (2048), cache_ways (8),
 // epoch_insns (10000), delay_ns (0: host nanoseconds spun per slow-node miss beyond a fast one),
 // stream_trackers (16; 0 turns the stream model off), stream_train (2), stream_window (4)
@@ -17,6 +19,7 @@
 #include <cstdint>
 #include <string>
 
+#include "node_map.h"
 #include "plan/tier_model.h"
 #include "stream_detector.h"
 #include "vcpu_sync.h"
@@ -31,6 +34,7 @@ struct PluginConfig {
   uint64_t node0_bytes = 0;
   uint64_t node1_bytes = 0;
   uint64_t node1_base = 0;
+  NodeMap::Layout layout = NodeMap::Layout::kPlain;
   std::string node0_file;
   std::string node1_file;
   double cpi = 1.0;

@@ -1,5 +1,5 @@
-// `sentinel topology`: prints every NUMA node (size, free, CPUs, distances, tier, HMAT) and which
-// node is taken as fast and as slow, and why. Reads SENTINEL_FAST_NODE / SENTINEL_SLOW_NODE /
+// `sentinel topology`: prints every NUMA node (size, free, CPUs, distances, memory tier, HMAT, dax
+// devices onlined on it by dax kmem) and which node is taken as fast and as slow, and why. Reads SENTINEL_FAST_NODE / SENTINEL_SLOW_NODE /
 // SENTINEL_SYSFS_ROOT like the runtime does; options override them. Exit status: 0 ok, 1 detection
 // failed (e.g. an invalid override), 2 usage error.
 #include <cstdio>
@@ -25,7 +25,8 @@ nlohmann::json to_json(const topo::Topology& t) {
                         {"free_bytes", n.free_bytes},
                         {"cpus", n.cpus},
                         {"distances", n.distances},
-                        {"memory_tier", n.memory_tier}};
+                        {"memory_tier", n.memory_tier},
+                        {"dax_kmem", n.dax_kmem}};
     if (n.hmat.present)
       j["hmat"] = {{"read_latency_ns", n.hmat.read_latency_ns},
                    {"write_latency_ns", n.hmat.write_latency_ns},
@@ -38,8 +39,8 @@ nlohmann::json to_json(const topo::Topology& t) {
 }
 
 void print_text(const topo::Topology& t) {
-  std::printf("%-5s %12s %12s %-10s %-5s %-14s %s\n", "node", "size", "free", "cpus", "tier", "hmat(rd ns/MBps)",
-              "distances");
+  std::printf("%-5s %12s %12s %-10s %-5s %-16s %-10s %s\n", "node", "size", "free", "cpus", "tier",
+              "hmat(rd ns/MBps)", "dax kmem", "distances");
   for (const auto& n : t.nodes) {
     std::string dist;
     for (size_t i = 0; i < n.distances.size(); ++i) dist += (i ? " " : "") + std::to_string(n.distances[i]);
@@ -48,8 +49,9 @@ void print_text(const topo::Topology& t) {
                                       : "-";
     std::string cpus = n.cpus.empty() ? "-" : topo::format_id_list(n.cpus);
     std::string tier = n.memory_tier >= 0 ? std::to_string(n.memory_tier) : "-";
-    std::printf("%-5d %12s %12s %-10s %-5s %-16s %s\n", n.id, mib(n.total_bytes).c_str(), mib(n.free_bytes).c_str(),
-                cpus.c_str(), tier.c_str(), hmat.c_str(), dist.c_str());
+    std::printf("%-5d %12s %12s %-10s %-5s %-16s %-10s %s\n", n.id, mib(n.total_bytes).c_str(),
+                mib(n.free_bytes).c_str(), cpus.c_str(), tier.c_str(), hmat.c_str(),
+                n.dax_kmem.empty() ? "-" : n.dax_kmem.c_str(), dist.c_str());
   }
   std::printf("fast node: %d\n", t.fast_node);
   if (t.tiered())

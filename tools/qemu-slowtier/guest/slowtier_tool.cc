@@ -1,15 +1,20 @@
 // sentinel-slowtier: runs inside the two-node guest with the slow-tier plugin loaded.
 //   sentinel-slowtier read              print the counters and the virtual clock as JSON
 //   sentinel-slowtier check             mailbox pages on node 0 and node 1 must be answered and
-//                                       classified on the right node (verifies the RAM layout)
+//                                       classified on the right node (verifies the RAM layout); with
+//                                       SENTINEL_GUEST_NODE1=kmem node 1's page must also lie in memory
+//                                       the dax kmem driver onlined ("System RAM (kmem)" in /proc/iomem)
 //   sentinel-slowtier calibrate [--mib N] [--migrate-mib N] [--check]
 //       memory kernels (pointer chase, streams, load and store loops) over a buffer on node 0, then
 //       on node 1, and page migration each way with 4 KiB and 2 MiB pages (calibrate.h); prints the
 //       emulated ratios and rates next to the tier model's published figures. --check exits 1 unless
 //       every direction is right: node 1 slower for every kernel, misses counted on the buffer's
 //       node, every migrated page on its target.
+#include <fcntl.h>
 #include <numa.h>
+#include <unistd.h>
 
+#include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -42,8 +47,39 @@ void print_json(const Counters& c) {
               u(c.kernel_fast_misses), u(c.kernel_slow_misses), c.vcpu, c.n_vcpus, c.mailbox_node);
 }
 
+// Physical address of a resident page (root: /proc/self/pagemap shows frame numbers); 0 if unknown.
+uint64_t physical_address(const void* page) {
+  int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  uint64_t entry = 0;
+  const off_t at = static_cast<off_t>(reinterpret_cast<uintptr_t>(page) / 4096 * sizeof entry);
+  const bool ok = pread(fd, &entry, sizeof entry, at) == static_cast<ssize_t>(sizeof entry);
+  close(fd);
+  const uint64_t pfn = entry & ((uint64_t{1} << 55) - 1);
+  return ok && (entry >> 63) != 0 && pfn != 0 ? pfn * 4096 : 0;
+}
+
+// Whether `phys` lies in a "System RAM (kmem)" range of /proc/iomem: memory the dax kmem driver added.
+bool in_kmem_ram(uint64_t phys) {
+  FILE* f = std::fopen("/proc/iomem", "re");
+  if (f == nullptr) return false;
+  char line[256];
+  bool found = false;
+  while (!found && std::fgets(line, sizeof line, f) != nullptr) {
+    uint64_t lo = 0, hi = 0;
+    if (std::strstr(line, "System RAM (kmem)") != nullptr &&
+        std::sscanf(line, " %" SCNx64 "-%" SCNx64, &lo, &hi) == 2)
+      found = phys >= lo && phys <= hi;
+  }
+  std::fclose(f);
+  return found;
+}
+
 int check_layout() {
+  const char* kind = std::getenv("SENTINEL_GUEST_NODE1");
+  const bool kmem = kind != nullptr && std::strcmp(kind, "kmem") == 0;
   int rc = 0;
+  uint64_t node1_phys = 0;
   for (int node = 0; node < 2; ++node) {
     void* page = alloc_on_node(4096, node, false);
     Counters c;
@@ -54,10 +90,24 @@ int check_layout() {
       std::fprintf(stderr, "sentinel-slowtier: check: mailbox on node %d classified as node %u\n",
                    node, c.mailbox_node);
       rc = 1;
+    } else if (node == 1 && kmem) {
+      // The plugin found the cookie where the kmem layout puts this page; the page must also be
+      // memory of the NVDIMM that dax kmem onlined, not node-1 memory from anywhere else.
+      node1_phys = physical_address(page);
+      if (node1_phys == 0 || !in_kmem_ram(node1_phys)) {
+        std::fprintf(stderr, "sentinel-slowtier: check: node 1's mailbox page (physical 0x%" PRIx64
+                     ") is not in dax kmem memory (/proc/iomem \"System RAM (kmem)\")\n", node1_phys);
+        rc = 1;
+      }
     }
     if (page != nullptr) free_on_node(page, 4096);
   }
-  if (rc == 0) std::fprintf(stderr, "sentinel-slowtier: layout verified (node 0 and node 1)\n");
+  if (rc == 0 && kmem) {
+    std::fprintf(stderr, "sentinel-slowtier: layout verified (node 0, and node 1 as dax kmem memory: "
+                 "physical 0x%" PRIx64 ")\n", node1_phys);
+  } else if (rc == 0) {
+    std::fprintf(stderr, "sentinel-slowtier: layout verified (node 0 and node 1)\n");
+  }
   return rc;
 }
 

@@ -18,8 +18,8 @@ namespace sentinel {
 // A window's `word` is (generation << 3) | state. The generation makes every transition unique, so a
 // compare-exchange cannot succeed on an entry that was recycled after it was read (ABA), and a reader
 // that sees the same word before and after reading the fields knows they belong together.
-// start/end/slot/phase/pages are written by the owner only while the entry is free, before the
-// store that publishes it as arming.
+// start/end/slot/phase/pages/ticket are written by the owner only while the entry is free, before
+// the store that publishes it as arming.
 struct SoftwareSampler::Window {
   std::atomic<uint64_t> word{0};
   std::atomic<uintptr_t> start{0};
@@ -27,6 +27,7 @@ struct SoftwareSampler::Window {
   std::atomic<uint32_t> slot{0};
   std::atomic<uint32_t> phase{0};
   std::atomic<uint32_t> pages{0};
+  std::atomic<uint64_t> ticket{kNoReleaseTicket};  // the region's release ticket (rearm() checks it)
 };
 
 namespace {
@@ -35,7 +36,9 @@ struct Counters {
   std::atomic<uint64_t> armed{0};
   std::atomic<uint64_t> touched{0};
   std::atomic<uint64_t> written{0};
+  std::atomic<uint64_t> dirtied{0};
   std::atomic<uint64_t> armed_pages{0};
+  std::atomic<uint64_t> rearmed{0};
 };
 
 // Per object id: the window armed for it in the current arm (index + 1, 0 = none) and how many
@@ -48,7 +51,7 @@ struct SlotState {
 struct Stats {
   std::atomic<uint64_t> arms{0}, windows_armed{0}, armed_now{0}, skipped_small{0}, skipped_range{0},
       skipped_capacity{0}, mprotect_failures{0}, faults_claimed{0}, faults_retried{0}, faults_chained{0},
-      skipped_released{0}, skipped_duplicate{0}, releases_restored{0};
+      skipped_released{0}, skipped_duplicate{0}, releases_restored{0}, rearms{0}, windows_rearmed{0};
   std::atomic<uint32_t> high_water{0};  // entries [0, high_water) may be in use
   std::atomic<uint64_t> epoch{1};       // advances at every arm/disarm
 };
@@ -67,7 +70,9 @@ struct SoftwareSampler::Tables {
 
 namespace {
 
-constexpr uint64_t kFree = 0, kArming = 1, kArmed = 2, kRestoring = 3, kRestored = 4;
+// kReadOnly: a read touched the armed window, which stays protected against writes (PROT_READ) so that
+// a write later in the same cycle is seen too; it counts as armed (armed_now) until restored.
+constexpr uint64_t kFree = 0, kArming = 1, kArmed = 2, kRestoring = 3, kRestored = 4, kReadOnly = 5;
 uint64_t state_of(uint64_t word) { return word & 7; }
 uint64_t next_word(uint64_t word, uint64_t state) { return ((word >> 3) + 1) << 3 | state; }
 
@@ -93,10 +98,27 @@ int make_accessible(uintptr_t start, uintptr_t end) {
   return os::mprotect(reinterpret_cast<void*>(start), end - start, PROT_READ | PROT_WRITE);
 }
 
+int make_read_only(uintptr_t start, uintptr_t end) {
+  return os::mprotect(reinterpret_cast<void*>(start), end - start, PROT_READ);
+}
+
+Counters& counters_of(SoftwareSampler::Tables& t, const SoftwareSampler::Window& w) {
+  return t.counter(w.slot.load(std::memory_order_relaxed), w.phase.load(std::memory_order_relaxed));
+}
+
+// The first access of a cycle (an arm or a rearm) to an armed window.
 void count_touch(SoftwareSampler::Tables& t, const SoftwareSampler::Window& w, bool write) {
-  Counters& c = t.counter(w.slot.load(std::memory_order_relaxed), w.phase.load(std::memory_order_relaxed));
+  Counters& c = counters_of(t, w);
   c.touched.fetch_add(1, std::memory_order_relaxed);
-  if (write) c.written.fetch_add(1, std::memory_order_relaxed);
+  if (write) {
+    c.written.fetch_add(1, std::memory_order_relaxed);
+    c.dirtied.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+// A write to a window a read had already touched in this cycle.
+void count_dirtied(SoftwareSampler::Tables& t, const SoftwareSampler::Window& w) {
+  counters_of(t, w).dirtied.fetch_add(1, std::memory_order_relaxed);
 }
 
 // Makes an owner-held entry (restored or free) free and forgets it in its slot's index.
@@ -115,7 +137,9 @@ void zero_counters(SoftwareSampler::Tables& t) {
     t.counters[i].armed.store(0, std::memory_order_relaxed);
     t.counters[i].touched.store(0, std::memory_order_relaxed);
     t.counters[i].written.store(0, std::memory_order_relaxed);
+    t.counters[i].dirtied.store(0, std::memory_order_relaxed);
     t.counters[i].armed_pages.store(0, std::memory_order_relaxed);
+    t.counters[i].rearmed.store(0, std::memory_order_relaxed);
   }
 }
 
@@ -153,7 +177,8 @@ bool SoftwareSampler::start(const SoftwareSamplerOptions& options, std::string* 
     Stats& st = t->stats;
     for (auto* c : {&st.arms, &st.windows_armed, &st.skipped_small, &st.skipped_range, &st.skipped_capacity,
                     &st.mprotect_failures, &st.faults_claimed, &st.faults_retried, &st.faults_chained,
-                    &st.skipped_released, &st.skipped_duplicate, &st.releases_restored}) {
+                    &st.skipped_released, &st.skipped_duplicate, &st.releases_restored, &st.rearms,
+                    &st.windows_rearmed}) {
       c->store(0, std::memory_order_relaxed);
     }
   } else {
@@ -237,11 +262,12 @@ bool SoftwareSampler::claim(Tables& t, uintptr_t addr, void* ucontext) {
   Stats& st = t.stats;
   const uint64_t epoch = st.epoch.load(std::memory_order_acquire);
   const uint32_t n = st.high_water.load(std::memory_order_acquire);
+  const bool write = fault_was_write(ucontext);
   for (uint32_t i = 0; i < n; ++i) {
     Window& w = t.windows[i];
     uint64_t word = w.word.load(std::memory_order_acquire);
     const uint64_t s = state_of(word);
-    if (s != kArming && s != kArmed && s != kRestoring) continue;
+    if (s != kArming && s != kArmed && s != kRestoring && s != kReadOnly) continue;
     const uintptr_t start = w.start.load(std::memory_order_relaxed);
     const uintptr_t end = w.end.load(std::memory_order_relaxed);
     if (addr < start || addr >= end) continue;
@@ -250,17 +276,39 @@ bool SoftwareSampler::claim(Tables& t, uintptr_t addr, void* ucontext) {
     // a forked child, which has no owner thread, from waiting for an arm that never ends.)
     if ((s == kArmed || s == kArming) &&
         w.word.compare_exchange_strong(word, next_word(word, kRestoring), std::memory_order_acq_rel)) {
-      if (make_accessible(start, end) != 0) {
+      // A read leaves the window protected against writes, so that a write in the same cycle counts.
+      const bool read_only = !write && t.opt.watch_writes_after_reads;
+      if ((read_only ? make_read_only(start, end) : make_accessible(start, end)) != 0) {
         // Cannot restore (should not happen: restoring never needs a new VMA). Retrying would
         // loop forever, so the fault goes to the program. The window stays armed.
         w.word.store(next_word(next_word(word, kRestoring), kArmed), std::memory_order_release);
         return false;
       }
-      count_touch(t, w, fault_was_write(ucontext));
+      count_touch(t, w, write);
       st.faults_claimed.fetch_add(1, std::memory_order_relaxed);
-      st.armed_now.fetch_sub(1, std::memory_order_relaxed);
-      w.word.store(next_word(next_word(word, kRestoring), kRestored), std::memory_order_release);
+      if (read_only) {
+        w.word.store(next_word(next_word(word, kRestoring), kReadOnly), std::memory_order_release);
+      } else {
+        st.armed_now.fetch_sub(1, std::memory_order_relaxed);
+        w.word.store(next_word(next_word(word, kRestoring), kRestored), std::memory_order_release);
+      }
       return true;
+    }
+    if (s == kReadOnly) {
+      // A read that faulted before the window became readable only needs to run again.
+      if (!write) return true;
+      if (w.word.compare_exchange_strong(word, next_word(word, kRestoring), std::memory_order_acq_rel)) {
+        if (make_accessible(start, end) != 0) {
+          w.word.store(next_word(next_word(word, kRestoring), kReadOnly), std::memory_order_release);
+          return false;
+        }
+        count_dirtied(t, w);
+        st.faults_claimed.fetch_add(1, std::memory_order_relaxed);
+        st.armed_now.fetch_sub(1, std::memory_order_relaxed);
+        w.word.store(next_word(next_word(word, kRestoring), kRestored), std::memory_order_release);
+        return true;
+      }
+      return true;  // someone else changed it meanwhile: the access decides again
     }
     // Restored by another thread (or just claimed by one): wait for its one mprotect call to
     // finish, then retry the access, which either succeeds or faults on an armed window.
@@ -284,10 +332,10 @@ void SoftwareSampler::restore_window(Tables& t, Window& w, bool count_as_touch) 
   for (;;) {
     const uint64_t s = state_of(word);
     if (s == kFree || s == kRestored) return;
-    if (s == kArmed &&
+    if ((s == kArmed || s == kReadOnly) &&
         w.word.compare_exchange_weak(word, next_word(word, kRestoring), std::memory_order_acq_rel)) {
       make_accessible(w.start.load(std::memory_order_relaxed), w.end.load(std::memory_order_relaxed));
-      if (count_as_touch) count_touch(t, w, true);
+      if (count_as_touch) (s == kArmed ? count_touch(t, w, true) : count_dirtied(t, w));
       t.stats.armed_now.fetch_sub(1, std::memory_order_relaxed);
       w.word.store(next_word(next_word(word, kRestoring), kRestored), std::memory_order_release);
       return;
@@ -296,7 +344,7 @@ void SoftwareSampler::restore_window(Tables& t, Window& w, bool count_as_touch) 
       sched_yield();                         // mprotect call (kArming is the owner's own: not seen here)
       word = w.word.load(std::memory_order_acquire);
     }
-    // kArmed with a failed compare-exchange: `word` was reloaded; look again.
+    // kArmed or kReadOnly with a failed compare-exchange: `word` was reloaded; look again.
   }
 }
 
@@ -360,6 +408,7 @@ size_t SoftwareSampler::arm(const std::vector<SampleRegion>& regions, uint32_t p
     w.slot.store(r.slot, std::memory_order_relaxed);
     w.phase.store(phase, std::memory_order_relaxed);
     w.pages.store(static_cast<uint32_t>(wp), std::memory_order_relaxed);
+    w.ticket.store(r.release_ticket, std::memory_order_relaxed);
     // Publish (index, then arming) before reading the release count: a concurrent release() either
     // finds this window or has already counted, which the ticket check below sees.
     slot.window.store(used + 1, std::memory_order_seq_cst);
@@ -391,6 +440,50 @@ size_t SoftwareSampler::arm(const std::vector<SampleRegion>& regions, uint32_t p
     ++used;
   }
   return used;
+}
+
+size_t SoftwareSampler::rearm() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!started_.load(std::memory_order_relaxed)) return 0;
+  Tables& t = *tables_.load(std::memory_order_relaxed);
+  Stats& st = t.stats;
+  st.rearms.fetch_add(1, std::memory_order_relaxed);
+  const uint32_t n = st.high_water.load(std::memory_order_relaxed);
+  size_t rearmed = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    Window& w = t.windows[i];
+    uint64_t word = w.word.load(std::memory_order_acquire);
+    if (state_of(word) == kReadOnly) {  // a new cycle: reads are counted again
+      restore_window(t, w, false);
+      word = w.word.load(std::memory_order_acquire);
+    }
+    // Only touched (or I/O-restored) windows: an untouched one is still armed. A window restored by
+    // release() has a new release ticket and stays unprotected, like a region released before arm().
+    if (state_of(word) != kRestored) continue;
+    const uint64_t arming = next_word(word, kArming);
+    if (!w.word.compare_exchange_strong(word, arming, std::memory_order_seq_cst)) continue;
+    const uint32_t slot = w.slot.load(std::memory_order_relaxed);
+    const uint64_t ticket = w.ticket.load(std::memory_order_relaxed);
+    if (ticket != kNoReleaseTicket && t.slots[slot].releases.load(std::memory_order_seq_cst) != ticket) {
+      w.word.store(next_word(arming, kRestored), std::memory_order_release);
+      continue;
+    }
+    const uintptr_t start = w.start.load(std::memory_order_relaxed);
+    const uintptr_t end = w.end.load(std::memory_order_relaxed);
+    st.armed_now.fetch_add(1, std::memory_order_seq_cst);  // before the protection (armed_now())
+    if (os::mprotect(reinterpret_cast<void*>(start), end - start, PROT_NONE) != 0) {
+      st.mprotect_failures.fetch_add(1, std::memory_order_relaxed);
+      st.armed_now.fetch_sub(1, std::memory_order_relaxed);
+      w.word.store(next_word(arming, kRestored), std::memory_order_release);
+      continue;
+    }
+    uint64_t expected = arming;  // a fault may already have claimed it (then it is touched again)
+    w.word.compare_exchange_strong(expected, next_word(arming, kArmed), std::memory_order_acq_rel);
+    counters_of(t, w).rearmed.fetch_add(1, std::memory_order_relaxed);
+    st.windows_rearmed.fetch_add(1, std::memory_order_relaxed);
+    ++rearmed;
+  }
+  return rearmed;
 }
 
 void SoftwareSampler::release(uint32_t slot) {
@@ -481,7 +574,9 @@ WindowCounts SoftwareSampler::counts(uint32_t slot, uint32_t phase) const {
   out.armed = c.armed.load(std::memory_order_relaxed);
   out.touched = c.touched.load(std::memory_order_relaxed);
   out.written = c.written.load(std::memory_order_relaxed);
+  out.dirtied = c.dirtied.load(std::memory_order_relaxed);
   out.armed_pages = c.armed_pages.load(std::memory_order_relaxed);
+  out.rearmed = c.rearmed.load(std::memory_order_relaxed);
   return out;
 }
 
@@ -509,6 +604,8 @@ SoftwareSamplerStats SoftwareSampler::stats() const {
   out.skipped_released = s.skipped_released.load();
   out.skipped_duplicate = s.skipped_duplicate.load();
   out.releases_restored = s.releases_restored.load();
+  out.rearms = s.rearms.load();
+  out.windows_rearmed = s.windows_rearmed.load();
   return out;
 }
 

@@ -125,16 +125,19 @@ void harvest(Profiler& p) {
       const uint64_t armed = c.armed - prev.armed;
       const uint64_t touched = c.touched - prev.touched;
       const uint64_t written = c.written - prev.written;
+      const uint64_t dirtied = c.dirtied - prev.dirtied;
       prev = c;
       if (armed == 0 || touched == 0) continue;
       // A window stands for the whole object (DNN kernels stream whole tensors), and each touch is a
       // pass over it (the window is protected again during the phase, software_sampler.h "Passes"):
-      // the estimate is the object's cache lines once per pass, split by how each pass began.
+      // the estimate is the object's cache lines once per pass, split by how each pass began, and once
+      // more as write-backs per pass that wrote it.
       const double lines = static_cast<double>(a.size) / kCacheLine;
       const double wpasses = static_cast<double>(written) / armed;
       const double rpasses = static_cast<double>(touched - written) / armed;
+      const double dpasses = static_cast<double>(dirtied) / armed;
       p.builder->on_access(a.key, p.phase_step, p.phase, static_cast<uint64_t>(lines * rpasses),
-                           static_cast<uint64_t>(lines * wpasses));
+                           static_cast<uint64_t>(lines * wpasses), static_cast<uint64_t>(lines * dpasses));
       p.samples += touched;
     }
   } else if (p.pmu != nullptr) {
@@ -236,6 +239,8 @@ void finish_profile(Profiler& p) {
     profile->samples_lost = p.pmu->stats().lost;
     profile->writebacks_counted = p.pmu->counts_writebacks();
   }
+  // The software sampler estimates write-backs from the passes that wrote an object.
+  if (p.kind == SamplerKind::kSoftware) profile->writebacks_counted = true;
   p.profiled_steps = profile->profiled_steps;
   p.last_profile_first_step = p.first_step;
   p.latest = profile;

@@ -135,7 +135,7 @@ int calibrate_migration(const MemorySystem& tier, const CalibrateOptions& opt) {
   std::printf("migration: %zu MiB per row, move_pages in batches of %zu pages, on vCPU %d's clock\n",
               opt.migrate_mib, kBatchPages, mover_cpu);
   std::printf("%-21s %11s %7s %9s | per 4 KiB: %6s %6s %6s %6s %6s %8s %8s %6s %6s %6s\n", "row", "virt ns",
-              "GB/s", "published", "kinsn", "uinsn", "string", "mover", "other", "miss n0", "miss n1", "strm %",
+              "GB/s", "preset", "kinsn", "uinsn", "string", "mover", "other", "miss n0", "miss n1", "strm %",
               "wb n0", "wb n1");
   int failures = 0;
   const double units = static_cast<double>(bytes / kSmallPage);

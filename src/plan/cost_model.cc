@@ -93,10 +93,7 @@ bool simulate_plan(const ProfileIndex& index, const Plan& plan, const MemorySyst
   std::deque<PendingEvict> evicting;
   double now = 0, channel_free = 0;
   uint64_t seq = 0;
-  const double bw = mem.migration_bw_gbps;
-  // Streamed misses cost bandwidth only (tier_model.h: stream_share).
-  const double lat_delta =
-      (1.0 - mem.stream_share) * std::max(0.0, mem.slow.latency_ns - mem.fast.latency_ns) / mem.mlp;
+  const double lat_delta = mem.latency_delta_ns();  // streamed misses cost bandwidth only
   const uint32_t steps = std::max<uint32_t>(1, options.steps);
   bool any_violation = false;
 
@@ -146,7 +143,7 @@ bool simulate_plan(const ProfileIndex& index, const Plan& plan, const MemorySyst
         }
         const double size = static_cast<double>(objs[m.obj].size);
         const double start = std::max(now, channel_free);
-        const double done = start + size / bw;
+        const double done = start + mem.migration_ns(size);
         channel_free = done;
         o.target = want;
         o.job_done = done;

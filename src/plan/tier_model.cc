@@ -28,6 +28,7 @@ bool set_key(MemorySystem* m, const std::string& key, const std::string& value, 
   }
   double* slot = nullptr;
   if (key == "migration_bw_gbps") slot = &m->migration_bw_gbps;
+  else if (key == "migration_setup_ns") slot = &m->migration_setup_ns;
   else if (key == "mlp") slot = &m->mlp;
   else if (key == "access_bytes") slot = &m->access_bytes;
   else if (key == "stream_share") slot = &m->stream_share;
@@ -58,9 +59,13 @@ void set_error(std::string* error, const std::string& msg) {
 
 }  // namespace
 
-double MemorySystem::read_penalty_ns() const {
+double MemorySystem::latency_delta_ns() const {
   // A streamed miss pays only the bandwidth difference; the others pay the latency difference too.
-  double lat = (1.0 - stream_share) * (slow.latency_ns - fast.latency_ns) / mlp;
+  return (1.0 - stream_share) * std::max(0.0, slow.latency_ns - fast.latency_ns) / mlp;
+}
+
+double MemorySystem::read_penalty_ns() const {
+  double lat = latency_delta_ns();
   double bw = access_bytes / slow.read_bw_gbps - access_bytes / fast.read_bw_gbps;
   return std::max(0.0, std::max(lat, bw));
 }
@@ -83,6 +88,7 @@ bool validate_memory_system(const MemorySystem& m, std::string* error) {
     if (!(t.write_bw_gbps > 0)) return bad(std::string(names[i]) + ".write_bw_gbps must be > 0");
   }
   if (!(m.migration_bw_gbps > 0)) return bad("migration_bw_gbps must be > 0");
+  if (!(m.migration_setup_ns >= 0)) return bad("migration_setup_ns must be >= 0");
   if (!(m.mlp >= 1)) return bad("mlp must be >= 1");
   if (!(m.access_bytes >= 1)) return bad("access_bytes must be >= 1");
   if (!(m.stream_share >= 0 && m.stream_share <= 1)) return bad("stream_share must be between 0 and 1");
@@ -221,10 +227,10 @@ std::string describe_memory_system(const MemorySystem& m) {
   char buf[352];
   std::snprintf(buf, sizeof buf,
                 "%s: fast %.0f ns %.1f/%.1f GB/s r/w, slow %.0f ns %.1f/%.1f GB/s r/w, "
-                "migration %.1f GB/s, mlp %.0f, %.0f%% of misses streamed",
+                "migration %.1f GB/s + %.0f us per move, mlp %.0f, %.0f%% of misses streamed",
                 m.name.c_str(), m.fast.latency_ns, m.fast.read_bw_gbps, m.fast.write_bw_gbps,
                 m.slow.latency_ns, m.slow.read_bw_gbps, m.slow.write_bw_gbps, m.migration_bw_gbps,
-                m.mlp, 100 * m.stream_share);
+                m.migration_setup_ns / 1e3, m.mlp, 100 * m.stream_share);
   return buf;
 }
 

@@ -19,7 +19,7 @@ namespace {
 
 // What `sentinel replay` was asked for.
 struct ReplayRequest {
-  std::string profile, tier = "cxl", plan_out, timeline;
+  std::string profile, tier = "cxl", plan_out, plan_policy = "sentinel", timeline;
   bool json = false, sweep = false;
   double compute_scale = 1;
   ReplayOptions options;
@@ -91,7 +91,13 @@ int run_replay(const ReplayRequest& request, std::string* out, std::string* err)
   }
   if (!plan_out.empty()) {
     Plan plan;
-    if (!plan_sentinel(index, mem, options.planner, &plan, &e) || !write_plan_file(plan_out, plan, &e)) {
+    Policy policy = Policy::kSentinel;
+    if (!parse_policy(request.plan_policy, &policy)) {
+      *err = "replay: --plan-policy: unknown policy '" + request.plan_policy + "'\n";
+      return 2;
+    }
+    if (!make_plan(policy, index, mem, options.planner, &plan, &e, options.reactive) ||
+        !write_plan_file(plan_out, plan, &e)) {
       *err = "replay: " + e + "\n";
       return 1;
     }
@@ -147,6 +153,10 @@ void add_replay_command(CLI::App& app, int* rc) {
   cmd->add_flag("--json", r->json, "print JSON (the rows, or the sweep's points) instead of a table");
   cmd->add_flag("--sweep", r->sweep, "budgets 5%..100%: sentinel and the best baseline per budget");
   cmd->add_option("--write-plan", r->plan_out, "also write Sentinel's plan to F (docs/plan-format.md)")->type_name("F");
+  cmd->add_option("--plan-policy", r->plan_policy,
+                  "the policy whose plan --write-plan writes (default sentinel; e.g. static-best: Sentinel's best "
+                  "static placement, to run with SENTINEL_PLAN)")
+      ->type_name("P");
   cmd->add_option("--timeline", r->timeline,
                   "also replay the managed steps of an executed timeline (SENTINEL_TIMELINE, "
                   "docs/timeline-format.md) by the same model: what ran next to what was planned")

@@ -192,8 +192,8 @@ class SoftwareSampler {
   static int program_sigaction(const struct sigaction* act, struct sigaction* old,
                                int (*kernel)(int, const struct sigaction*, struct sigaction*));
 
-  struct Window;  // table entry, defined in the .cc
-  struct Tables;  // windows, per-slot index and release counts, counters, stats (defined in the .cc)
+  struct Window;  // table entry, defined in software_sampler_internal.h
+  struct Tables;  // windows, per-slot index and release counts, counters, stats (same header)
 
  private:
   void restore_overlapping(uintptr_t addr, size_t len, bool count_as_touch);  // caller holds mu_

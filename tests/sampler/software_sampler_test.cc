@@ -135,7 +135,9 @@ TEST(SoftwareSampler, RearmCountsPassesAndReadThenWriteAsDirtied) {
   ASSERT_EQ(s.arm(regions, 0), 3u);
   for (int pass = 0; pass < 3; ++pass) {
     write_all(a.base, a.len, static_cast<char>(pass));
-    if (pass < 2) EXPECT_EQ(read_all(b.base, b.len), b.len / 64);
+    if (pass < 2) {
+      EXPECT_EQ(read_all(b.base, b.len), b.len / 64);
+    }
     if (pass == 0) {
       (void)read_all(c.base, c.len);
       write_all(c.base, c.len, 5);

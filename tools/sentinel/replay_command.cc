@@ -9,6 +9,7 @@
 
 #include "commands.h"
 
+#include "plan/lower_bound.h"
 #include "plan/plan_io.h"
 #include "plan/replay.h"
 #include "plan/synthetic_profile.h"
@@ -120,9 +121,16 @@ int run_replay(const ReplayRequest& request, std::string* out, std::string* err)
     *err = "replay: " + e + "\n";
     return 1;
   }
+  // The least modeled step any policy within the budget can have (lower_bound.h): the results matrix
+  // reads every cell against it.
+  const uint64_t budget = resolve_budget(options.planner, index);
+  LowerBound lb;
+  lower_bound(index, mem, budget, &lb);
+  char bound[160];
+  std::snprintf(bound, sizeof bound, "# lower bound at this budget: %.3f ms (%.4fx all-dram)\n", lb.step_ns / 1e6,
+                lb.step_ns / static_cast<double>(index.step_ns()));
   *out = json ? format_rows_json(rows)
-              : header + "# budget " + std::to_string(resolve_budget(options.planner, index)) + " B\n" +
-                    format_rows_table(rows);
+              : header + "# budget " + std::to_string(budget) + " B\n" + bound + format_rows_table(rows);
   return 0;
 }
 

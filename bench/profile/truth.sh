@@ -70,4 +70,4 @@ for w in ${workloads//,/ }; do
     echo "truth.sh: $w: a profile is missing" >&2
   fi
 done
-/usr/bin/python3 "$here/truth_table.py" "$out" "$workloads" | tee "$out/table.md"
+/usr/bin/python3 "$here/truth_table.py" "$out" "$workloads" $truth_dir | tee "$out/table.md"

@@ -202,6 +202,7 @@ bool simulate_slow_node(topo::Topology* topology) {
   dry.simulated_node = last + 1;
   dry.real_nodes = real;
   dry.migration_bw_gbps = mem.migration_bw_gbps;
+  dry.migration_setup_ns = mem.migration_setup_ns;
   if (!os::start_dry_run(dry)) {
     report_config_error("sentinel: SENTINEL_DRY_RUN: cannot map the placement book (or node ids above 125); "
                         "running as a pass-through allocator");

@@ -61,6 +61,7 @@ struct ManagerReport {
   uint64_t placement_checked_bytes = 0, placement_matching_bytes = 0;
   int64_t first_managed_step = -1;
   double migration_bw_gbps = 0;  // what the plan in force assumes
+  double migration_setup_ns = 0; // the same plan's fixed cost per move
 };
 ManagerReport manager_report() noexcept;
 

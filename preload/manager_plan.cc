@@ -1,5 +1,6 @@
 // Managed mode: putting a plan in force (planned, or SENTINEL_PLAN compiled against the profile), adapting it
 // after a managed step, dropping it. Caller holds g_manager_mu (manager_state.h).
+#include <cstdio>
 #include <string>
 
 #include "logging.h"
@@ -29,14 +30,29 @@ void publish_births(Manager& m, std::unique_ptr<BirthTable> table) {
   m.table = std::move(table);
 }
 
-// The migration bandwidth the engine really achieves (bytes per ns), once it has moved enough to tell;
-// 0 while it has not.
-double measured_migration_bw() {
-  constexpr uint64_t kEnoughBytes = 1ull << 20;
-  const MigrationReport mig = migration_report();
-  const uint64_t bytes = mig.engine.bytes_to_fast + mig.engine.bytes_to_slow;
-  if (bytes < kEnoughBytes || mig.engine.move_ns == 0) return 0;
-  return static_cast<double>(bytes) / static_cast<double>(mig.engine.move_ns);
+// How much slower (> 1) or faster (< 1) the engine's moves were than the plan's channel model
+// predicts for the same moves, once they add up to enough to tell; 0 before. A channel off by more
+// than kChannelOff either way (a loaded machine, an emulator, a preset far from this machine) is
+// replanned with the setup and bandwidth fitted to the moves (channel_fit.h), or, when their sizes
+// are too alike to tell the two apart, with both scaled by the slowdown.
+constexpr double kChannelOff = 1.0 / 0.7;
+
+double channel_slowdown_now(const Manager& m, migrate::ChannelTotals* totals) {
+  constexpr double kEnoughKib = 1024;
+  *totals = migration_report().engine.channel;
+  if (totals->kib < kEnoughKib) return 0;
+  return migrate::channel_slowdown(*totals, m.mem.migration_setup_ns, m.mem.migration_bw_gbps);
+}
+
+void adopt_measured_channel(Manager& m, const migrate::ChannelTotals& totals, double slowdown) {
+  const migrate::ChannelFit fit = migrate::fit_channel(totals);
+  if (fit.valid) {
+    m.mem.migration_setup_ns = fit.setup_ns;
+    m.mem.migration_bw_gbps = fit.bw_gbps;
+  } else {
+    m.mem.migration_setup_ns *= slowdown;
+    m.mem.migration_bw_gbps /= slowdown;
+  }
 }
 
 }  // namespace
@@ -137,22 +153,26 @@ void log_reprofiling_stopped(Manager& m) {
 }
 
 // After a managed step: late prefetches are planned earlier, in bounded rounds, until none is late or the
-// plan stops changing; a migration channel much slower than the tier model assumed (a loaded machine, an
-// emulator) is planned with the bandwidth measured.
+// plan stops changing; a migration channel far from the tier model's is planned as measured.
 void adapt_plan(Manager& m) {
   const std::vector<uint64_t> late = m.executor->take_late_tags();
   if (m.replans >= g_state.config.replan_rounds || m.plan_source != "planned") return;
-  const double measured = measured_migration_bw();
-  const bool slow_channel = measured > 0 && measured < 0.7 * m.mem.migration_bw_gbps;
-  if (slow_channel) m.mem.migration_bw_gbps = measured;
-  if (!slow_channel && (late.empty() || m.replan_saturated)) return;
+  migrate::ChannelTotals totals;
+  const double slowdown = channel_slowdown_now(m, &totals);
+  const bool channel_off = slowdown > kChannelOff || (slowdown > 0 && slowdown < 1.0 / kChannelOff);
+  if (channel_off) adopt_measured_channel(m, totals, slowdown);
+  if (!channel_off && (late.empty() || m.replan_saturated)) return;
   for (uint64_t tag : late) ++m.planner.extra_lookahead_phases[tag];
   Plan before = m.plan;
   ++m.replans;
-  const std::string why = slow_channel ? "migration measured at " + std::to_string(measured) + " GB/s"
-                                       : "late prefetches (" + std::to_string(late.size()) + ")";
+  char measured[160];
+  std::snprintf(measured, sizeof measured,
+                "migration measured at %.2f GB/s + %.1f us per move (%.2fx the model's time, %.0f moves)",
+                m.mem.migration_bw_gbps, m.mem.migration_setup_ns / 1e3, slowdown, totals.moves);
+  const std::string why = channel_off ? std::string(measured)
+                                      : "late prefetches (" + std::to_string(late.size()) + ")";
   if (!plan_and_start(m, why.c_str())) return;
-  if (!slow_channel && m.plan.events == before.events && m.plan.birth_tier == before.birth_tier) {
+  if (!channel_off && m.plan.events == before.events && m.plan.birth_tier == before.birth_tier) {
     m.replan_saturated = true;
   }
 }

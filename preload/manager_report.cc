@@ -36,6 +36,7 @@ ManagerReport manager_report() noexcept {
     r.placement_matching_bytes = m.matching_bytes;
     r.first_managed_step = m.first_managed_step;
     r.migration_bw_gbps = m.mem.migration_bw_gbps;
+    r.migration_setup_ns = m.mem.migration_setup_ns;
   } catch (...) {
   }
   return r;

@@ -70,6 +70,8 @@ struct Profiler {
   uint32_t phase = 0;
   uint64_t last_arm_ns = 0;
   uint64_t arm_cost_ns = 0;
+  uint64_t last_rearm_ns = 0;  // software sampler: the last rearm() of the open phase (passes)
+  uint64_t rearm_cost_ns = 0;
   // How long each phase lasted in the last step seen (the step repeats, so this is the forecast).
   std::vector<uint64_t> phase_forecast_ns;
   int64_t prev_step = -1;
@@ -123,15 +125,19 @@ void harvest(Profiler& p) {
       const uint64_t armed = c.armed - prev.armed;
       const uint64_t touched = c.touched - prev.touched;
       const uint64_t written = c.written - prev.written;
+      const uint64_t dirtied = c.dirtied - prev.dirtied;
       prev = c;
       if (armed == 0 || touched == 0) continue;
-      // A touched window stands for the whole object: DNN kernels stream whole tensors, so the
-      // estimate is the touched fraction of the object's cache lines.
+      // A window stands for the whole object (DNN kernels stream whole tensors), and each touch is a
+      // pass over it (the window is protected again during the phase, software_sampler.h "Passes"):
+      // the estimate is the object's cache lines once per pass, split by how each pass began, and once
+      // more as write-backs per pass that wrote it.
       const double lines = static_cast<double>(a.size) / kCacheLine;
-      const double wfrac = static_cast<double>(written) / armed;
-      const double rfrac = static_cast<double>(touched - written) / armed;
-      p.builder->on_access(a.key, p.phase_step, p.phase, static_cast<uint64_t>(lines * rfrac),
-                           static_cast<uint64_t>(lines * wfrac));
+      const double wpasses = static_cast<double>(written) / armed;
+      const double rpasses = static_cast<double>(touched - written) / armed;
+      const double dpasses = static_cast<double>(dirtied) / armed;
+      p.builder->on_access(a.key, p.phase_step, p.phase, static_cast<uint64_t>(lines * rpasses),
+                           static_cast<uint64_t>(lines * wpasses), static_cast<uint64_t>(lines * dpasses));
       p.samples += touched;
     }
   } else if (p.pmu != nullptr) {
@@ -177,6 +183,7 @@ void arm(Profiler& p, const LiveObjects& live, uint32_t step_rel, uint32_t phase
   p.phase_step = step_rel;
   p.phase = phase;
   p.phase_open = true;
+  p.last_rearm_ns = now_ns();
 }
 
 void stop_sampling(Profiler& p) {
@@ -232,6 +239,8 @@ void finish_profile(Profiler& p) {
     profile->samples_lost = p.pmu->stats().lost;
     profile->writebacks_counted = p.pmu->counts_writebacks();
   }
+  // The software sampler estimates write-backs from the passes that wrote an object.
+  if (p.kind == SamplerKind::kSoftware) profile->writebacks_counted = true;
   p.profiled_steps = profile->profiled_steps;
   p.last_profile_first_step = p.first_step;
   p.latest = profile;
@@ -482,6 +491,31 @@ void profiler_on_event(const ObjectEvent& e, const LiveObjects& live) noexcept {
     }
   } catch (...) {
     // Out of memory in the service thread: profiling is lost, the program is not.
+  }
+}
+
+uint64_t profiler_tick() noexcept {
+  // Shortest interval between two rearms, and how much of the service thread's time they may take:
+  // a pass over a tensor of a few MiB takes a few hundred microseconds, so two passes seldom fall
+  // between two rearms; each rearm costs an mprotect (a TLB shootdown) per touched window.
+  constexpr uint64_t kMinIntervalNs = 50'000;
+  constexpr uint64_t kCostFactor = 4;
+  if (g_profiler == nullptr || !g_sampling_active.load(std::memory_order_acquire)) return 0;
+  try {
+    std::lock_guard<std::mutex> lock(g_profiler->mu);
+    Profiler& p = *g_profiler;
+    if (p.kind != SamplerKind::kSoftware || !p.phase_open || p.state != ProfState::kProfiling) return 0;
+    const uint64_t interval = std::max(kMinIntervalNs, kCostFactor * p.rearm_cost_ns);
+    const uint64_t now = now_ns();
+    if (now - p.last_rearm_ns >= interval) {
+      p.software->rearm();
+      p.last_rearm_ns = now_ns();
+      p.rearm_cost_ns = p.last_rearm_ns - now;
+      return interval;
+    }
+    return interval - (now - p.last_rearm_ns);
+  } catch (...) {
+    return 0;
   }
 }
 

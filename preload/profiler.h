@@ -34,6 +34,10 @@ namespace sentinel::rt {
 void profiler_init() noexcept;
 // One object event, in step-clock order, with the live objects after an allocation (before a free).
 void profiler_on_event(const ObjectEvent& e, const LiveObjects& live) noexcept;
+// Service thread, between passes: while the software sampler samples a phase, protects again the
+// windows touched since the last time (so that passes over an object are counted) and returns the
+// nanoseconds until it wants to run again; 0 when it has nothing to do between events.
+uint64_t profiler_tick() noexcept;
 // Inactive: the profiler ignores events (and stops sampling). Managed mode starts it inactive when it has
 // a recorded profile.
 void profiler_set_active(bool active) noexcept;

@@ -94,7 +94,9 @@ void* service_main(void*) {
     status_publish(false);
     flush_deferred();
     recover_dead_ranks();
-    migrate::futex_wait(&g_state.service_wake, seen, std::chrono::milliseconds(100));
+    const uint64_t tick_ns = profiler_tick();
+    migrate::futex_wait(&g_state.service_wake, seen,
+                        tick_ns != 0 ? std::chrono::nanoseconds(tick_ns) : std::chrono::nanoseconds(100'000'000));
   }
   return nullptr;
 }

@@ -145,6 +145,7 @@ void add_managed(Json& j, const State& s) {
   j[key::kPlanDeviations] = s.counters.plan_deviations.load();
   j[key::kPlannedFastForcedSlow] = s.counters.planned_fast_forced_slow.load();
   j[key::kMigrationBwPlannedGbps] = m.migration_bw_gbps;
+  j[key::kMigrationSetupPlannedNs] = m.migration_setup_ns;
   j[key::kPlanFidelity] = x.fidelity();
   j[key::kLatePrefetches] = x.late_prefetches;
   j[key::kReplans] = m.replans;

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""truth_table.py OUT_DIR WORKLOADS: the table of bench/profile/truth.sh (docs/profiler.md).
+"""truth_table.py OUT_DIR WORKLOADS [TRUTH_DIR]: the table of bench/profile/truth.sh (docs/profiler.md).
 
 One row per workload: the truth's traffic per step (emulated PEBS at period 1, KiB of reads + writes +
 write-backs per step over the objects; the software sampler's is the lines it saw touched), the
@@ -19,6 +19,7 @@ def fmt(v, digits=2):
 
 def main():
     out, workloads = sys.argv[1], sys.argv[2].split(",")
+    truth_dir = sys.argv[3] if len(sys.argv) > 3 else None  # truth.sh --truth-dir: DIR/<w>.truth.json
     print("| workload | objects | truth KiB/step | software KiB/step | traffic error | miss traffic error "
           "| hot reported untouched (share of truth) | Spearman | r/w split error | write share truth / software "
           "| truth lost |")
@@ -30,7 +31,9 @@ def main():
             continue
         with open(path) as f:
             d = json.load(f)
-        with open(os.path.join(out, f"{w}.pebs.profile.json")) as f:
+        truth_path = (os.path.join(truth_dir, f"{w}.truth.json") if truth_dir
+                      else os.path.join(out, f"{w}.pebs.profile.json"))
+        with open(truth_path) as f:
             truth = json.load(f)
         hot_bytes = sum(o["truth"]["read_bytes"] + o["truth"]["write_bytes"] + o["truth"]["writeback_bytes"]
                         for o in d["untouched_hot"])

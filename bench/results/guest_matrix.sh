@@ -86,6 +86,20 @@ for p in ${placements//,/ }; do
         step_args=()
         echo 0 >/proc/sys/kernel/numa_balancing; echo 0 >/sys/kernel/mm/numa/demotion_enabled
       done ;;
+    static-plan-*)
+      # Sentinel's own best static placement (sentinel replay --plan-policy static-best) for the profile
+      # the managed cell of the same budget recorded (list managed-N first), executed by managed mode
+      # with SENTINEL_PLAN: no migration, so that "the schedule beats a static placement" is measured.
+      share="${p##*-}"
+      for w in ${workloads//,/ }; do
+        prof="$out/$w.managed-$share.profile.json" plan="$out/$w.$p.plan.json"
+        if [[ ! -s "$prof" ]]; then echo "guest_matrix: $p: no $prof (run managed-$share first)" >&2; continue; fi
+        "$build/bin/sentinel" replay "$prof" --tier "$tier" --budget "$share%" --plan-policy static-best \
+          --write-plan "$plan" >"$out/$w.$p.replay.txt" 2>&1 || { echo "   replay failed: $out/$w.$p.replay.txt" >&2; continue; }
+        run_cell "$p" "$w" "$managed_steps" "${sentinel[@]}" SENTINEL_MODE=managed SENTINEL_MIN_OBJECT=8K \
+          SENTINEL_FAST_BUDGET="$share%" SENTINEL_TIER="$tier" SENTINEL_PLAN="$plan" \
+          SENTINEL_STATS="$out/$w.$p.sentinel-stats" SENTINEL_LOG=info SENTINEL_LOG_FILE="$out/$w.$p.log" --
+      done ;;
     *) echo "guest_matrix: unknown placement $p" >&2 ;;
   esac
 done

@@ -13,13 +13,13 @@ import statistics
 import sys
 
 ORDER = ["all-fast", "all-slow", "first-touch-20", "memtier-20", "linux-tiering-20", "autonuma-20",
-         "managed-20", "first-touch-50", "memtier-50", "linux-tiering-50", "autonuma-50", "interleave",
-         "managed-50"]
+         "static-plan-20", "managed-20", "first-touch-50", "memtier-50", "linux-tiering-50", "autonuma-50",
+         "interleave", "static-plan-50", "managed-50"]
 
 
 def steady(cell, key):
     # Managed cells: the last 5 steps, which run after the plan (warm-up, detection and profiling come first).
-    steps = cell["steps"][-5:] if cell.get("placement", "").startswith("managed") else cell["steps"][1:]
+    steps = cell["steps"][-5:] if cell.get("placement", "").startswith(("managed", "static-plan")) else cell["steps"][1:]
     vals = [s[key] for s in steps] or [s[key] for s in cell["steps"]]
     return statistics.median(vals)
 

@@ -102,6 +102,7 @@ inline constexpr const char kFallbackSteps[] = "fallback_steps";
 inline constexpr const char kPlanDeviations[] = "plan_deviations";
 inline constexpr const char kPlannedFastForcedSlow[] = "planned_fast_forced_slow";
 inline constexpr const char kMigrationBwPlannedGbps[] = "migration_bw_planned_gbps";
+inline constexpr const char kMigrationSetupPlannedNs[] = "migration_setup_planned_ns";
 inline constexpr const char kPlanFidelity[] = "plan_fidelity";
 inline constexpr const char kLatePrefetches[] = "late_prefetches";
 inline constexpr const char kReplans[] = "replans";

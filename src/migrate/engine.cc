@@ -350,6 +350,7 @@ StatsSnapshot Engine::snapshot() const {
   s.pages_restored = l(stats_.pages_restored);
   s.move_ns = l(stats_.move_ns);
   s.late = l(stats_.late);
+  s.channel = stats_.channel.totals();
   return s;
 }
 

@@ -45,6 +45,8 @@
 #include <memory>
 #include <string>
 
+#include "migrate/channel_fit.h"
+
 namespace sentinel::migrate {
 
 enum class State : uint8_t { kUnknown, kQueued, kRunning, kDone, kFailed, kCancelled };
@@ -124,6 +126,7 @@ struct StatsSnapshot {
   uint64_t pages_restored = 0;  // neighbours' pages a straddling huge page dragged along, sent back
   uint64_t move_ns = 0;  // time spent in move work
   uint64_t late = 0;     // reported by the owner through note_late()
+  ChannelTotals channel;  // completed moves that moved pages: sizes and times, for fit_channel
 };
 
 class Engine {
@@ -163,6 +166,7 @@ class Engine {
     std::atomic<uint64_t> objects_other{0}, bytes_other{0};
     std::atomic<uint64_t> pages_busy{0}, pages_nomem{0}, pages_other_error{0}, pages_absent{0};
     std::atomic<uint64_t> rollbacks{0}, pages_restored{0}, move_ns{0}, late{0};
+    ChannelSums channel;
   };
   class SpinLock;
 

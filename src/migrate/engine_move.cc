@@ -227,6 +227,7 @@ void Engine::account(const MoveResult& r, uint64_t elapsed_ns) {
   if (r.state != State::kDone) return;
   stats_.moves_done.fetch_add(1, std::memory_order_relaxed);
   const uint64_t bytes = r.pages_moved * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  if (bytes > 0) stats_.channel.add(bytes, elapsed_ns);
   if (config_.slow_node >= 0 && r.target_node == config_.slow_node) {
     stats_.objects_to_slow.fetch_add(1, std::memory_order_relaxed);
     stats_.bytes_to_slow.fetch_add(bytes, std::memory_order_relaxed);

@@ -30,6 +30,7 @@ struct State {
   int simulated = -1;
   uint64_t real_nodes = 0;
   double bw = 0;
+  double setup_ns = 0;
   std::atomic<uint64_t> channel_free_ns{0};  // when the modeled channel finishes the moves booked so far
   std::atomic<uint64_t> binds{0}, moves{0}, queries{0}, to_sim{0}, from_sim{0}, on_sim{0}, paced_ns{0};
 };
@@ -59,7 +60,7 @@ uint64_t now_ns() {
 // The modeled channel moves `pages` pages after the moves booked before: sleep until it is done.
 void pace(uint64_t pages) {
   if (pages == 0 || g.bw <= 0) return;
-  const uint64_t cost = static_cast<uint64_t>(static_cast<double>(pages * kPage) / g.bw);
+  const uint64_t cost = static_cast<uint64_t>(g.setup_ns + static_cast<double>(pages * kPage) / g.bw);
   const uint64_t now = now_ns();
   uint64_t free_at = g.channel_free_ns.load(std::memory_order_relaxed);
   uint64_t done;
@@ -287,6 +288,7 @@ bool start_dry_run(const DryRunConfig& config) noexcept {
   g.simulated = config.simulated_node;
   g.real_nodes = config.real_nodes;
   g.bw = config.migration_bw_gbps;
+  g.setup_ns = config.migration_setup_ns;
   g.channel_free_ns.store(0, std::memory_order_relaxed);
   for (auto* c : {&g.binds, &g.moves, &g.queries, &g.to_sim, &g.from_sim, &g.on_sim, &g.paced_ns}) {
     c->store(0, std::memory_order_relaxed);

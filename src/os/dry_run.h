@@ -24,7 +24,7 @@
 // `real_nodes` fails as the kernel fails it (ENODEV for move_pages, EINVAL for mbind), booking nothing.
 //
 // Cost: the booked calls make one or two real system calls (the presence query, mincore) instead of the
-// placement call; a move then waits for moved_bytes / migration_bw_gbps on a channel clock (moves
+// placement call; a move then waits for migration_setup_ns + moved_bytes / migration_bw_gbps on a channel clock (moves
 // queue behind each other as on one channel): it sleeps, and spins the last 150 us, since sleeps end late
 // and most moves of a step are short. (A real move_pages keeps its thread busy copying all the time: the
 // dry run is kinder to the program's other threads than a real channel.) Nothing allocates; no lock is held (book bytes are
@@ -49,6 +49,7 @@ struct DryRunConfig {
   int simulated_node = -1;      // the slow node that exists only in the book (0..126)
   uint64_t real_nodes = 1;      // bit n: node n exists (binds and moves to it are booked too)
   double migration_bw_gbps = 0; // bytes per ns a move is paced at; 0: moves take no modeled time
+  double migration_setup_ns = 0; // fixed modeled time of every move_pages call that moves (tier_model.h)
 };
 
 struct DryRunCounts {

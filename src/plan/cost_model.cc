@@ -93,8 +93,7 @@ bool simulate_plan(const ProfileIndex& index, const Plan& plan, const MemorySyst
   std::deque<PendingEvict> evicting;
   double now = 0, channel_free = 0;
   uint64_t seq = 0;
-  const double bw = mem.migration_bw_gbps;
-  const double lat_delta = std::max(0.0, mem.slow.latency_ns - mem.fast.latency_ns) / mem.mlp;
+  const double lat_delta = mem.latency_delta_ns();  // streamed misses cost bandwidth only
   const uint32_t steps = std::max<uint32_t>(1, options.steps);
   bool any_violation = false;
 
@@ -144,7 +143,7 @@ bool simulate_plan(const ProfileIndex& index, const Plan& plan, const MemorySyst
         }
         const double size = static_cast<double>(objs[m.obj].size);
         const double start = std::max(now, channel_free);
-        const double done = start + size / bw;
+        const double done = start + mem.migration_ns(size);
         channel_free = done;
         o.target = want;
         o.job_done = done;
@@ -218,6 +217,8 @@ bool simulate_plan(const ProfileIndex& index, const Plan& plan, const MemorySyst
       const double stall = options.stalls ? ready - now : 0.0;
       double extra = 0;
       if (options.slow_penalty) {
+        // slow_reads: lines read from the slow tier (misses); slow_writes: lines written to it
+        // (write-backs, or stores of a profile without them; profile_index.h).
         const double lat = slow_reads * lat_delta;
         const double bwt = slow_reads * mem.access_bytes / mem.slow.read_bw_gbps +
                            slow_writes * mem.access_bytes / mem.slow.write_bw_gbps - d;

@@ -136,7 +136,7 @@ bool evaluate_discrete(const ProfileIndex& index, const MemorySystem& mem, uint6
       }
     }
   }
-  const double lat_delta = std::max(0.0, mem.slow.latency_ns - mem.fast.latency_ns) / mem.mlp;
+  const double lat_delta = mem.latency_delta_ns();
   double total = 0;
   std::vector<uint64_t> resident(P, 0);
   for (uint32_t i = 0; i < objs.size(); ++i)

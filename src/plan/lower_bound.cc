@@ -56,7 +56,7 @@ double mixed_min_integral(const std::vector<Item>& items, double budget, double 
 
 void lower_bound(const ProfileIndex& index, const MemorySystem& mem, uint64_t budget, LowerBound* out) {
   const uint32_t P = index.period();
-  const double lat_delta = std::max(0.0, mem.slow.latency_ns - mem.fast.latency_ns) / mem.mlp;
+  const double lat_delta = mem.latency_delta_ns();
   LowerBound lb;
   lb.phase_extra_ns.assign(P, 0);
   double extra_sum = 0, frac_sum = 0;

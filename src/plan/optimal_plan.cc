@@ -148,7 +148,7 @@ bool plan_optimal(const ProfileIndex& index, const MemorySystem& mem, uint64_t b
     mp.add_row(after, 0, MilpProblem::kInf);
   }
   // Budget and the cost of every phase.
-  const double lat_delta = std::max(0.0, mem.slow.latency_ns - mem.fast.latency_ns) / mem.mlp;
+  const double lat_delta = mem.latency_delta_ns();
   for (uint32_t k = 0; k < P; ++k) {
     std::vector<std::pair<int, double>> cap;
     for (uint32_t i = 0; i < objs.size(); ++i)

@@ -50,8 +50,12 @@ bool ProfileIndex::build(const StepProfile& p, std::string* error) {
         ++dropped_accesses_;
         continue;
       }
-      o.accesses.push_back({off, a.reads, a.writes});
-      o.total_accesses += a.total();
+      // Traffic, not touches (profile_index.h): with write-backs counted, a store that misses reads its
+      // line too (read-for-ownership) and the memory is written when the dirty line leaves the cache.
+      const uint64_t read_lines = p.writebacks_counted ? a.reads + a.writes : a.reads;
+      const uint64_t write_lines = p.writebacks_counted ? a.writebacks : a.writes;
+      o.accesses.push_back({off, read_lines, write_lines});
+      o.total_accesses += read_lines + write_lines;
     }
     std::sort(o.accesses.begin(), o.accesses.end(),
               [](const AccessView& x, const AccessView& y) { return x.offset < y.offset; });

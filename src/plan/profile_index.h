@@ -20,6 +20,10 @@
 
 namespace sentinel {
 
+// Accesses as the memory sees them: `reads` are lines read from the object's memory, `writes` lines
+// written to it. For a profile that counts write-backs (StepProfile::writebacks_counted: the emulated
+// PMU, the software sampler) that is misses (loads and stores, which read their line first) and
+// write-backs; for an older profile, its loads and its stores as recorded.
 struct AccessView {
   uint32_t offset = 0;  // phases since birth (cyclic objects: the absolute phase)
   uint64_t reads = 0;

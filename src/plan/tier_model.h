@@ -28,15 +28,26 @@ struct MemorySystem {
   TierModel fast;
   TierModel slow;
   double migration_bw_gbps = 3.3;  // one migration channel (move_pages), bytes per ns
+  // Fixed time of one object's move before its bytes flow: the move_pages call's setup (an expedited
+  // RCU grace period and an LRU drain on every CPU in Linux 6.1, the TLB shootdown) and the policy
+  // update after it. On small objects it, not the bandwidth, sets the channel's rate.
+  double migration_setup_ns = 0.0;
   double mlp = 8.0;                // memory-level parallelism: misses overlapped per core
   double access_bytes = 64.0;      // bytes moved per sampled access (a cache line)
+  // Share of the misses that a core's stream prefetcher fetches ahead of use: they cost bandwidth, not
+  // latency (docs/tier-model.md; the slow-tier emulator's stream model, docs/slow-tier-emulator.md).
+  double stream_share = 0.8;
 
   // Modeled extra time of one access served by the slow tier instead of the fast one, used by the
   // planner to value objects (the cost model applies the per-phase formula instead).
   double read_penalty_ns() const;
+  // The latency part of one slow read's extra time, streamed misses excluded: (1 - stream_share) *
+  // (slow - fast latency) / mlp. The one place every model (cost, lower bound, discrete, optimal)
+  // takes it from.
+  double latency_delta_ns() const;
   double write_penalty_ns() const;
   // Time of one migration of `bytes` on the migration channel.
-  double migration_ns(double bytes) const { return bytes / migration_bw_gbps; }
+  double migration_ns(double bytes) const { return migration_setup_ns + bytes / migration_bw_gbps; }
 };
 
 bool validate_memory_system(const MemorySystem& m, std::string* error);
@@ -48,7 +59,7 @@ std::vector<std::string> memory_system_preset_names();
 bool memory_system_preset(std::string_view name, MemorySystem* out, std::string* error);
 
 // Applies "key = value" settings (or a flat JSON object with the same keys) to *m. Keys:
-// base (a preset name, applied first), name, migration_bw_gbps, mlp, access_bytes,
+// base (a preset name, applied first), name, migration_bw_gbps, migration_setup_ns, mlp, access_bytes, stream_share,
 // fast.latency_ns, fast.read_bw_gbps, fast.write_bw_gbps, slow.latency_ns, slow.read_bw_gbps,
 // slow.write_bw_gbps. '#' starts a comment. Unknown keys, bad numbers and invalid results are
 // errors that name the line. *m is unchanged on failure.

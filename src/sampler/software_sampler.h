@@ -5,11 +5,18 @@
 // mprotect(PROT_NONE). The window's position rotates from one arm() to the next, so over many phases
 // and steps every part of an object is sampled. The first access to a window raises SIGSEGV; the
 // sampler's handler finds the window in a fixed-size lock-free table, counts one touch for
-// (slot, phase), recording whether the access was a write (x86-64 page-fault error code), restores
-// PROT_READ|PROT_WRITE on the window and returns, so the access re-executes and succeeds. Each window
-// therefore costs at most one fault per arm(). An estimate of the pages an object touches in a phase
-// is touched_fraction() * region pages: a touched window stands for region_pages / window_pages
+// (slot, phase), recording whether the access was a write (x86-64 page-fault error code), and lets
+// the access re-execute: after a write it restores PROT_READ|PROT_WRITE; after a read (with
+// watch_writes_after_reads) only PROT_READ, so that a later write to the window in the same cycle
+// faults once more and is counted as dirtying it. An estimate of the pages an object touches in a
+// phase is touched_fraction() * region pages: a touched window stands for region_pages / window_pages
 // windows like it.
+//
+// Passes. Within a phase the owner may call rearm() now and then: every window touched since the last
+// arm or rearm is protected again, at the same place, so the next pass of the program over the object
+// touches it again. touched / armed then estimates the passes an object gets in the phase (as long as
+// two passes over the window do not fall between the same two rearms), written / armed the passes
+// that began with a write, dirtied / armed those that wrote it at all.
 //
 // One window per object keeps the number of extra VMAs bounded (each protected window splits a VMA in
 // up to three; vm.max_map_count is 65530 by default): at most 2 * max_windows extra VMAs.
@@ -47,6 +54,9 @@
 //      armed -> restoring (whoever wins the compare-exchange: a fault, release(), or the owner)
 //      arming -> restoring (a fault only: it proves the protection is in effect)
 //            -> restored (pages readable and writable again; the entry keeps its slot)
+//            -> read-only (after a read fault: PROT_READ; still counted in armed_now)
+//      read-only -> restoring (a write fault, release(), or the owner) -> restored
+//      restored -> arming (owner, rearm(): protected again if the slot's release ticket is unchanged)
 //      restored -> free (owner, at the next arm/disarm)
 //    The entry's fields (range, slot, phase) are written only while it is free; readers re-check the
 //    word after reading them. release() finding a window restoring by someone else restores the range
@@ -95,14 +105,17 @@ struct SoftwareSamplerOptions {
   uint32_t max_phases = 1024;   // phases 0..max_phases-1
   uint32_t max_windows = 4096;  // windows armed at once; regions beyond are skipped and counted
   uint32_t window_pages = 1;    // pages per window (fewer if the region is smaller)
+  bool watch_writes_after_reads = true;  // a read leaves the window read-only (see above)
 };
 
 // Counts for one (slot, phase), accumulated over every arm() since the last reset_counts().
 struct WindowCounts {
-  uint64_t armed = 0;         // windows armed
-  uint64_t touched = 0;       // of those, windows accessed before the next arm/disarm/release
-  uint64_t written = 0;       // of the touched, windows whose first access was a write
-  uint64_t armed_pages = 0;   // pages in the armed windows
+  uint64_t armed = 0;         // windows armed by arm()
+  uint64_t touched = 0;       // touches: first accesses in a cycle (an arm or a rearm)
+  uint64_t written = 0;       // of the touches, those that were writes
+  uint64_t dirtied = 0;       // cycles in which the window was written (first access or later)
+  uint64_t armed_pages = 0;   // pages in the windows armed by arm()
+  uint64_t rearmed = 0;       // windows protected again by rearm()
   double touched_fraction() const { return armed == 0 ? 0.0 : static_cast<double>(touched) / armed; }
 };
 
@@ -120,6 +133,8 @@ struct SoftwareSamplerStats {
   uint64_t skipped_released = 0;  // regions released after their ticket was read: not armed
   uint64_t skipped_duplicate = 0; // a second region for a slot in one arm()
   uint64_t releases_restored = 0; // windows restored by release() (not counted as touches)
+  uint64_t rearms = 0;            // rearm() calls
+  uint64_t windows_rearmed = 0;   // windows protected again by them
 };
 
 class SoftwareSampler {
@@ -139,6 +154,10 @@ class SoftwareSampler {
   // Restores the windows of the previous arm() (their touches stay counted for their phase) and
   // protects one window in each region for `phase`. Returns the number of windows armed.
   size_t arm(const std::vector<SampleRegion>& regions, uint32_t phase);
+  // Protects again, in place, every window touched since the last arm() or rearm() (a new cycle of
+  // the same phase; see "Passes" above). Windows whose slot was released meanwhile stay unprotected.
+  // Returns the windows protected again.
+  size_t rearm();
   // Restores every window without arming new ones (profiling stopped, or between steps).
   void disarm();
   // Restores the window of `slot`; call before the object's memory is freed or reused. Not counted as
@@ -173,8 +192,8 @@ class SoftwareSampler {
   static int program_sigaction(const struct sigaction* act, struct sigaction* old,
                                int (*kernel)(int, const struct sigaction*, struct sigaction*));
 
-  struct Window;  // table entry, defined in the .cc
-  struct Tables;  // windows, per-slot index and release counts, counters, stats (defined in the .cc)
+  struct Window;  // table entry, defined in software_sampler_internal.h
+  struct Tables;  // windows, per-slot index and release counts, counters, stats (same header)
 
  private:
   void restore_overlapping(uintptr_t addr, size_t len, bool count_as_touch);  // caller holds mu_

@@ -94,6 +94,10 @@ Outcome execute(const StepProfile& profile, double budget_fraction) {
   EXPECT_TRUE(index.build(profile, &error)) << error;
   MemorySystem mem;
   EXPECT_TRUE(memory_system_preset("cxl", &mem, &error));
+  // Latency-bound, as the plans this test executes were made: with the preset's streamed share the
+  // synthetic DNN's plan at some budgets moves nothing, and the executor's moves are what it tests.
+  mem.stream_share = 0;
+  mem.migration_bw_gbps = 3.3;
   PlannerConfig config;
   config.budget_fraction = budget_fraction;
   Plan plan;

@@ -20,6 +20,9 @@ struct Fixture {
     std::string err;
     EXPECT_TRUE(index.build(p, &err)) << err;
     EXPECT_TRUE(memory_system_preset("cxl", &mem, nullptr));
+    // The figures below are worked out for a latency-bound tier and a 3.3 GB/s channel.
+    mem.stream_share = 0;
+    mem.migration_bw_gbps = 3.3;
   }
   Plan plan(Tier birth) const {
     Plan pl;
@@ -43,6 +46,17 @@ TEST(CostModel, AllFastIsTheMeasuredStep) {
   EXPECT_DOUBLE_EQ(r.slow_extra_ns, 0);
   EXPECT_EQ(r.dram_peak_bytes, kMiB);
   EXPECT_EQ(r.migrated_bytes, 0u);
+}
+
+TEST(CostModel, StreamedMissesPayNoLatency) {
+  Fixture f(make_profile(4, kPhase, {persistent(1, kMiB, 4, {1}, 100000)}));
+  f.mem.stream_share = 0.8;
+  SimResult r = f.run(f.plan(Tier::kSlow));
+  const double lat = 0.2 * 100000.0 * (170.0 - 80.0) / 8.0;  // the fifth not streamed: 0.225 ms
+  const double bw = 100000.0 * 64 * (1 / 30.0 - 1 / 80.0);   // 0.133 ms: below it
+  ASSERT_LT(bw, lat);
+  EXPECT_NEAR(r.slow_extra_ns, lat, 1e-6);
+  EXPECT_DOUBLE_EQ(f.mem.latency_delta_ns(), 0.2 * 90.0 / 8.0);
 }
 
 TEST(CostModel, SlowAccessesCostTheLatencyTermWhenItDominates) {

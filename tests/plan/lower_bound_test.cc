@@ -27,6 +27,7 @@ TEST(LowerBound, OneOfTwoHotObjectsFits) {
   ASSERT_TRUE(index.build(p, &err)) << err;
   MemorySystem cxl;
   ASSERT_TRUE(memory_system_preset("cxl", &cxl, nullptr));
+  cxl.stream_share = 0;  // the figures below are for a latency-bound tier
   LowerBound lb;
   lower_bound(index, cxl, kMiB, &lb);
   const double one_slow = 100000 * 90.0 / 8;
@@ -52,6 +53,7 @@ TEST(LowerBound, MinimumBudgetIsMonotoneAndConsistent) {
   ASSERT_TRUE(index.build(p, &err)) << err;
   MemorySystem optane;
   ASSERT_TRUE(memory_system_preset("optane", &optane, nullptr));
+  optane.stream_share = 0;
   const uint64_t need3 = min_budget_for_ratio(index, optane, 1.03);
   const uint64_t need10 = min_budget_for_ratio(index, optane, 1.10);
   EXPECT_LE(need10, need3);

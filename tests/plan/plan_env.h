@@ -16,10 +16,18 @@ namespace sentinel::test {
 struct PlanEnv {
   ProfileIndex index;
   MemorySystem mem;
-  explicit PlanEnv(const StepProfile& p, const char* tier = "cxl") {
+  // The planner's mechanics tests were written against a latency-bound slow tier and a 3.3 GB/s
+  // channel (their comments give copy times at that rate): those two values stay fixed here so that a
+  // preset's change (stream_share, the emulator's migration figure) does not change what they test.
+  // Tests of the presets themselves pass as_preset = true.
+  explicit PlanEnv(const StepProfile& p, const char* tier = "cxl", bool as_preset = false) {
     std::string err;
     EXPECT_TRUE(index.build(p, &err)) << err;
     EXPECT_TRUE(memory_system_preset(tier, &mem, nullptr));
+    if (!as_preset) {
+      mem.stream_share = 0;
+      mem.migration_bw_gbps = 3.3;
+    }
   }
   // The planner's plan for `budget`; a plan that exceeds the budget at any event fails the test.
   Plan plan(uint64_t budget, PlannerConfig cfg = {}) const {

@@ -95,9 +95,13 @@ TEST(PlanProperties, SentinelCloseToDramOnTheSyntheticDnnAt20Percent) {
   ProfileIndex index;
   std::string err;
   ASSERT_TRUE(index.build(p, &err));
+  // Latency-bound (stream_share 0, as the guard was set) the gap to close is 4-25%; with the presets'
+  // streamed share it is 1.6% (cxl) and 4.1% (optane) and Sentinel must still be the fastest.
+  for (const bool streamed : {false, true})
   for (const char* tier : {"cxl", "optane"}) {
     MemorySystem mem;
     ASSERT_TRUE(memory_system_preset(tier, &mem, nullptr));
+    if (!streamed) mem.stream_share = 0;
     PlannerConfig cfg;
     cfg.budget_fraction = 0.2;
     double best_baseline = 1e300, sentinel = 0;
@@ -111,7 +115,11 @@ TEST(PlanProperties, SentinelCloseToDramOnTheSyntheticDnnAt20Percent) {
     }
     const double dram = static_cast<double>(index.step_ns());
     EXPECT_LT(sentinel / dram, std::string(tier) == "cxl" ? 1.03 : 1.05) << tier;
-    EXPECT_GT((best_baseline - sentinel) / (best_baseline - dram), 0.7) << tier;
+    const std::string what = std::string(tier) + (streamed ? " streamed" : "") + ": sentinel " +
+                             std::to_string(sentinel / dram) + "x, best baseline " +
+                             std::to_string(best_baseline / dram) + "x";
+    if (!streamed) EXPECT_GT((best_baseline - sentinel) / (best_baseline - dram), 0.7) << what;
+    EXPECT_LE(sentinel, best_baseline) << what;
   }
 }
 

@@ -121,6 +121,47 @@ TEST(SoftwareSampler, WindowRotatesAndStaysInsideTheRegion) {
   s.stop();
 }
 
+TEST(SoftwareSampler, RearmCountsPassesAndReadThenWriteAsDirtied) {
+  // Object a: 3 passes in the phase, each a write. Object b: 2 passes, each read-only. Object c: one
+  // pass that reads first and writes later (a read-modify-write, e.g. an optimizer step in place).
+  Mapping a(8), b(8), c(8);
+  ASSERT_TRUE(a.base && b.base && c.base);
+  write_all(a.base, a.len, 1);
+  write_all(b.base, b.len, 1);
+  write_all(c.base, c.len, 1);
+  SoftwareSampler s;
+  ASSERT_TRUE(s.start({}, nullptr));
+  const std::vector<SampleRegion> regions = {region_of(a, 0), region_of(b, 1), region_of(c, 2)};
+  ASSERT_EQ(s.arm(regions, 0), 3u);
+  for (int pass = 0; pass < 3; ++pass) {
+    write_all(a.base, a.len, static_cast<char>(pass));
+    if (pass < 2) {
+      EXPECT_EQ(read_all(b.base, b.len), b.len / 64);
+    }
+    if (pass == 0) {
+      (void)read_all(c.base, c.len);
+      write_all(c.base, c.len, 5);
+    }
+    s.rearm();
+  }
+  s.disarm();
+  const WindowCounts a0 = s.counts(0, 0), b0 = s.counts(1, 0), c0 = s.counts(2, 0);
+  EXPECT_EQ(a0.touched, 3u);
+  EXPECT_EQ(a0.written, 3u);
+  EXPECT_EQ(a0.dirtied, 3u);
+  EXPECT_EQ(b0.touched, 2u);
+  EXPECT_EQ(b0.written, 0u);
+  EXPECT_EQ(b0.dirtied, 0u);
+  EXPECT_EQ(c0.touched, 1u);
+  EXPECT_EQ(c0.written, 0u);  // its first access was a read
+  EXPECT_EQ(c0.dirtied, 1u);  // and the window was written later in the same cycle
+  EXPECT_EQ(s.stats().rearms, 3u);
+  // The data is what the program wrote.
+  for (size_t i = 0; i < a.len; i += 64) ASSERT_EQ(a.base[i], 2);
+  for (size_t i = 0; i < c.len; i += 64) ASSERT_EQ(c.base[i], 5);
+  s.stop();
+}
+
 TEST(SoftwareSampler, BoundsWindowsSlotsAndPhases) {
   Mapping a(4), b(4), c(4);
   SoftwareSamplerOptions opt;
@@ -258,14 +299,16 @@ TEST(SoftwareSampler, RearmingWhileThreadsTouch) {
   const SoftwareSamplerStats st = s.stats();
   EXPECT_EQ(st.faults_chained, 0u);
   EXPECT_GT(st.faults_claimed, 0u);
-  uint64_t touched = 0, armed = 0;
+  uint64_t touched = 0, armed = 0, late_writes = 0;
   for (int i = 0; i < kRegions; ++i) {
     for (uint32_t ph = 0; ph < 64; ++ph) {
-      touched += s.counts(i, ph).touched;
-      armed += s.counts(i, ph).armed;
+      const WindowCounts c = s.counts(i, ph);
+      touched += c.touched;
+      armed += c.armed;
+      late_writes += c.dirtied - c.written;  // a write after a read: a second fault, same cycle
     }
   }
-  EXPECT_EQ(touched, st.faults_claimed);
+  EXPECT_EQ(touched + late_writes, st.faults_claimed);
   EXPECT_LE(touched, armed);
   EXPECT_EQ(armed, 2000u * kRegions);
   s.stop();

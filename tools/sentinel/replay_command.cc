@@ -9,6 +9,7 @@
 
 #include "commands.h"
 
+#include "plan/lower_bound.h"
 #include "plan/plan_io.h"
 #include "plan/replay.h"
 #include "plan/synthetic_profile.h"
@@ -19,7 +20,7 @@ namespace {
 
 // What `sentinel replay` was asked for.
 struct ReplayRequest {
-  std::string profile, tier = "cxl", plan_out, timeline;
+  std::string profile, tier = "cxl", plan_out, plan_policy = "sentinel", timeline;
   bool json = false, sweep = false;
   double compute_scale = 1;
   ReplayOptions options;
@@ -91,7 +92,13 @@ int run_replay(const ReplayRequest& request, std::string* out, std::string* err)
   }
   if (!plan_out.empty()) {
     Plan plan;
-    if (!plan_sentinel(index, mem, options.planner, &plan, &e) || !write_plan_file(plan_out, plan, &e)) {
+    Policy policy = Policy::kSentinel;
+    if (!parse_policy(request.plan_policy, &policy)) {
+      *err = "replay: --plan-policy: unknown policy '" + request.plan_policy + "'\n";
+      return 2;
+    }
+    if (!make_plan(policy, index, mem, options.planner, &plan, &e, options.reactive) ||
+        !write_plan_file(plan_out, plan, &e)) {
       *err = "replay: " + e + "\n";
       return 1;
     }
@@ -114,9 +121,16 @@ int run_replay(const ReplayRequest& request, std::string* out, std::string* err)
     *err = "replay: " + e + "\n";
     return 1;
   }
+  // The least modeled step any policy within the budget can have (lower_bound.h): the results matrix
+  // reads every cell against it.
+  const uint64_t budget = resolve_budget(options.planner, index);
+  LowerBound lb;
+  lower_bound(index, mem, budget, &lb);
+  char bound[160];
+  std::snprintf(bound, sizeof bound, "# lower bound at this budget: %.3f ms (%.4fx all-dram)\n", lb.step_ns / 1e6,
+                lb.step_ns / static_cast<double>(index.step_ns()));
   *out = json ? format_rows_json(rows)
-              : header + "# budget " + std::to_string(resolve_budget(options.planner, index)) + " B\n" +
-                    format_rows_table(rows);
+              : header + "# budget " + std::to_string(budget) + " B\n" + bound + format_rows_table(rows);
   return 0;
 }
 
@@ -147,6 +161,10 @@ void add_replay_command(CLI::App& app, int* rc) {
   cmd->add_flag("--json", r->json, "print JSON (the rows, or the sweep's points) instead of a table");
   cmd->add_flag("--sweep", r->sweep, "budgets 5%..100%: sentinel and the best baseline per budget");
   cmd->add_option("--write-plan", r->plan_out, "also write Sentinel's plan to F (docs/plan-format.md)")->type_name("F");
+  cmd->add_option("--plan-policy", r->plan_policy,
+                  "the policy whose plan --write-plan writes (default sentinel; e.g. static-best: Sentinel's best "
+                  "static placement, to run with SENTINEL_PLAN)")
+      ->type_name("P");
   cmd->add_option("--timeline", r->timeline,
                   "also replay the managed steps of an executed timeline (SENTINEL_TIMELINE, "
                   "docs/timeline-format.md) by the same model: what ran next to what was planned")

@@ -23,16 +23,16 @@ constexpr size_t kBatchPages = 512;
 constexpr size_t kSmallPage = 4096;
 constexpr size_t kHugePage = 2u << 20;
 
-// Moves every page of [p, p + bytes) to `node`, one address per `page` bytes, in batches. Returns
-// the pages that did not end up on `node`.
-size_t move_all(void* p, size_t bytes, size_t page, int node) {
+// Moves every page of [p, p + bytes) to `node`, one address per `page` bytes, in batches of `batch`
+// pages. Returns the pages that did not end up on `node`.
+size_t move_all(void* p, size_t bytes, size_t page, int node, size_t batch = kBatchPages) {
   const size_t n = bytes / page;
-  std::vector<void*> addrs(kBatchPages);
-  std::vector<int> nodes(kBatchPages, node);
-  std::vector<int> status(kBatchPages);
+  std::vector<void*> addrs(batch);
+  std::vector<int> nodes(batch, node);
+  std::vector<int> status(batch);
   size_t wrong = 0;
-  for (size_t off = 0; off < n; off += kBatchPages) {
-    const size_t k = std::min(kBatchPages, n - off);
+  for (size_t off = 0; off < n; off += batch) {
+    const size_t k = std::min(batch, n - off);
     for (size_t i = 0; i < k; ++i) addrs[i] = static_cast<char*>(p) + (off + i) * page;
     if (numa_move_pages(0, k, addrs.data(), nodes.data(), status.data(), MPOL_MF_MOVE) < 0) return n;
     for (size_t i = 0; i < k; ++i) wrong += status[i] == node ? 0 : 1;
@@ -114,6 +114,18 @@ int calibrate_migration(const MemorySystem& tier, const CalibrateOptions& opt) {
   const int mover_cpu = measuring_cpu();
   const int other_cpu = mover_cpu == 0 ? 0 : mover_cpu - 1;
   pin_to_cpu(mover_cpu);
+  // The fixed cost of one move_pages call (its setup: lru_cache_disable's expedited RCU grace period and
+  // LRU drain on every CPU, the page-table walk's start, the TLB shootdown): 1 MiB moved one page per
+  // call, against the same bytes in batches of 512 (row 0). The planner charges it per object moved.
+  constexpr size_t kPerCallBytes = 1u << 20;
+  Measured per_call;
+  bool per_call_ran = false;
+  {
+    void* buf = alloc_on_node(kPerCallBytes, 1, false);
+    if (buf == nullptr) return 1;
+    per_call_ran = measure_on_own_vcpu([&] { move_all(buf, kPerCallBytes, kSmallPage, 0, 1); }, &per_call);
+    free_on_node(buf, kPerCallBytes);
+  }
   for (MigrationRow& r : rows) {
     const uint64_t huge_before = anon_huge_kb();
     void* buf = alloc_on_node(bytes, r.from, r.page == kHugePage);
@@ -135,7 +147,7 @@ int calibrate_migration(const MemorySystem& tier, const CalibrateOptions& opt) {
   std::printf("migration: %zu MiB per row, move_pages in batches of %zu pages, on vCPU %d's clock\n",
               opt.migrate_mib, kBatchPages, mover_cpu);
   std::printf("%-21s %11s %7s %9s | per 4 KiB: %6s %6s %6s %6s %6s %8s %8s %6s %6s %6s\n", "row", "virt ns",
-              "GB/s", "published", "kinsn", "uinsn", "string", "mover", "other", "miss n0", "miss n1", "strm %",
+              "GB/s", "preset", "kinsn", "uinsn", "string", "mover", "other", "miss n0", "miss n1", "strm %",
               "wb n0", "wb n1");
   int failures = 0;
   const double units = static_cast<double>(bytes / kSmallPage);
@@ -167,6 +179,14 @@ int calibrate_migration(const MemorySystem& tier, const CalibrateOptions& opt) {
       std::printf("CHECK FAILED: %s: the copy's reads of node %d were not counted\n", r.name, r.from);
       ++failures;
     }
+  }
+  if (per_call_ran && rows[0].ran) {
+    const double calls = static_cast<double>(kPerCallBytes / kSmallPage);
+    const double batched_ns = rows[0].m.virtual_ns * static_cast<double>(kPerCallBytes) / static_cast<double>(bytes);
+    std::printf("move_pages setup per call: %.1f virt us (1 MiB one page per call n1 -> n0: %.0f virt ns, "
+                "in batches of %zu: %.0f; preset %.1f us)\n",
+                (per_call.virtual_ns - batched_ns) / calls / 1e3, per_call.virtual_ns, kBatchPages, batched_ns,
+                tier.migration_setup_ns / 1e3);
   }
   std::printf("kinsn/uinsn: kernel/user instructions (string elements included); string: rep movs/stos "
               "elements; mover/other: instructions of the moving thread's vCPU and of another; miss: lines missed per node; "

@@ -1,0 +1,204 @@
+// The software sampler's window protocol: what runs in the SIGSEGV handler (claim) and inside free()
+// (release), and the owner's restores. Lock-free and async-signal-safe; software_sampler.h states the
+// protocol, software_sampler_internal.h the tables.
+#include <ucontext.h>
+
+#include <cerrno>
+
+#include "sampler/software_sampler_internal.h"
+
+namespace sentinel {
+
+using namespace software_sampler_internal;
+
+namespace {
+
+// The last fault of this thread that the handler could not attribute; a repeat in the same epoch
+// goes to the program. initial-exec: no lazy TLS allocation inside the signal handler.
+__attribute__((tls_model("initial-exec"))) thread_local uintptr_t t_retry_addr = 0;
+__attribute__((tls_model("initial-exec"))) thread_local uint64_t t_retry_epoch = 0;
+
+bool fault_was_write(void* ucontext) {
+#if defined(__x86_64__)
+  // Bit 1 of the page-fault error code: the access was a write.
+  const auto* uc = static_cast<const ucontext_t*>(ucontext);
+  return uc != nullptr && (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0;
+#else
+  (void)ucontext;
+  return false;
+#endif
+}
+
+}  // namespace
+
+// Async-signal-safe. Returns true if the faulting access should simply be retried.
+bool SoftwareSampler::claim(Tables& t, uintptr_t addr, void* ucontext) {
+  Stats& st = t.stats;
+  const uint64_t epoch = st.epoch.load(std::memory_order_acquire);
+  const uint32_t n = st.high_water.load(std::memory_order_acquire);
+  const bool write = fault_was_write(ucontext);
+  for (uint32_t i = 0; i < n; ++i) {
+    Window& w = t.windows[i];
+    uint64_t word = w.word.load(std::memory_order_acquire);
+    const uint64_t s = state_of(word);
+    if (s != kArming && s != kArmed && s != kRestoring && s != kReadOnly) continue;
+    const uintptr_t start = w.start.load(std::memory_order_relaxed);
+    const uintptr_t end = w.end.load(std::memory_order_relaxed);
+    if (addr < start || addr >= end) continue;
+    // A fault in a window that is still arming is claimed too: the fault shows that the owner's
+    // mprotect(PROT_NONE) has taken effect, so a restore now cannot be undone by it. (This also keeps
+    // a forked child, which has no owner thread, from waiting for an arm that never ends.)
+    if ((s == kArmed || s == kArming) &&
+        w.word.compare_exchange_strong(word, next_word(word, kRestoring), std::memory_order_acq_rel)) {
+      // A read leaves the window protected against writes, so that a write in the same cycle counts.
+      const bool read_only = !write && t.opt.watch_writes_after_reads;
+      if ((read_only ? make_read_only(start, end) : make_accessible(start, end)) != 0) {
+        // Cannot restore (should not happen: restoring never needs a new VMA). Retrying would
+        // loop forever, so the fault goes to the program. The window stays armed.
+        w.word.store(next_word(next_word(word, kRestoring), kArmed), std::memory_order_release);
+        return false;
+      }
+      count_touch(t, w, write);
+      st.faults_claimed.fetch_add(1, std::memory_order_relaxed);
+      if (read_only) {
+        w.word.store(next_word(next_word(word, kRestoring), kReadOnly), std::memory_order_release);
+      } else {
+        st.armed_now.fetch_sub(1, std::memory_order_relaxed);
+        w.word.store(next_word(next_word(word, kRestoring), kRestored), std::memory_order_release);
+      }
+      return true;
+    }
+    if (s == kReadOnly) {
+      // A read that faulted before the window became readable only needs to run again.
+      if (!write) return true;
+      if (w.word.compare_exchange_strong(word, next_word(word, kRestoring), std::memory_order_acq_rel)) {
+        if (make_accessible(start, end) != 0) {
+          w.word.store(next_word(next_word(word, kRestoring), kReadOnly), std::memory_order_release);
+          return false;
+        }
+        count_dirtied(t, w);
+        st.faults_claimed.fetch_add(1, std::memory_order_relaxed);
+        st.armed_now.fetch_sub(1, std::memory_order_relaxed);
+        w.word.store(next_word(next_word(word, kRestoring), kRestored), std::memory_order_release);
+        return true;
+      }
+      return true;  // someone else changed it meanwhile: the access decides again
+    }
+    // Restored by another thread (or just claimed by one): wait for its one mprotect call to
+    // finish, then retry the access, which either succeeds or faults on an armed window.
+    while (state_of(w.word.load(std::memory_order_acquire)) == kRestoring) sched_yield();
+    return true;
+  }
+  // Not in an armed window. It may have been restored between the fault and this scan: retry once.
+  if (t_retry_addr == addr && t_retry_epoch == epoch) {
+    t_retry_addr = 0;
+    return false;
+  }
+  t_retry_addr = addr;
+  t_retry_epoch = epoch;
+  st.faults_retried.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+// Owner only. Returns with the window's pages accessible and the entry restored or free.
+void SoftwareSampler::restore_window(Tables& t, Window& w, bool count_as_touch) {
+  uint64_t word = w.word.load(std::memory_order_acquire);
+  for (;;) {
+    const uint64_t s = state_of(word);
+    if (s == kFree || s == kRestored) return;
+    if ((s == kArmed || s == kReadOnly) &&
+        w.word.compare_exchange_weak(word, next_word(word, kRestoring), std::memory_order_acq_rel)) {
+      make_accessible(w.start.load(std::memory_order_relaxed), w.end.load(std::memory_order_relaxed));
+      if (count_as_touch) (s == kArmed ? count_touch(t, w, true) : count_dirtied(t, w));
+      t.stats.armed_now.fetch_sub(1, std::memory_order_relaxed);
+      w.word.store(next_word(next_word(word, kRestoring), kRestored), std::memory_order_release);
+      return;
+    }
+    if (s == kRestoring || s == kArming) {  // a fault or release() is restoring it: wait for its one
+      sched_yield();                         // mprotect call (kArming is the owner's own: not seen here)
+      word = w.word.load(std::memory_order_acquire);
+    }
+    // kArmed or kReadOnly with a failed compare-exchange: `word` was reloaded; look again.
+  }
+}
+
+void SoftwareSampler::release(uint32_t slot) {
+  Tables* t = tables_.load(std::memory_order_acquire);
+  if (t == nullptr || slot >= t->opt.max_slots) return;
+  SlotState& state = t->slots[slot];
+  state.releases.fetch_add(1, std::memory_order_seq_cst);
+  const uint32_t index = state.window.load(std::memory_order_seq_cst);
+  if (index == 0) return;
+  Window& w = t->windows[index - 1];
+  for (;;) {
+    uint64_t word = w.word.load(std::memory_order_seq_cst);
+    const uint64_t s = state_of(word);
+    if (s == kFree || s == kRestored) return;  // pages accessible
+    const uint32_t owner = w.slot.load(std::memory_order_relaxed);
+    const uintptr_t start = w.start.load(std::memory_order_relaxed);
+    const uintptr_t end = w.end.load(std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (w.word.load(std::memory_order_relaxed) != word) continue;  // changed while reading: again
+    // The entry now belongs to another slot: this slot's window was restored and freed by the owner.
+    if (owner != slot) return;
+    if (s == kArming) {  // the owner's mprotect(PROT_NONE) is in flight; a restore now would be undone
+      sched_yield();
+      continue;
+    }
+    if (s == kRestoring) {  // a fault or the owner restores it; make sure before the memory is reused
+      make_accessible(start, end);
+      return;
+    }
+    if (w.word.compare_exchange_strong(word, next_word(word, kRestoring), std::memory_order_acq_rel)) {
+      make_accessible(start, end);
+      t->stats.armed_now.fetch_sub(1, std::memory_order_relaxed);
+      t->stats.releases_restored.fetch_add(1, std::memory_order_relaxed);
+      w.word.store(next_word(next_word(word, kRestoring), kRestored), std::memory_order_release);
+      return;
+    }
+  }
+}
+
+uint64_t SoftwareSampler::release_ticket(uint32_t slot) const {
+  const Tables* t = tables_.load(std::memory_order_acquire);
+  if (t == nullptr || slot >= t->opt.max_slots) return kNoReleaseTicket;
+  return t->slots[slot].releases.load(std::memory_order_seq_cst);
+}
+
+uint64_t SoftwareSampler::armed_now() const noexcept {
+  const Tables* t = tables_.load(std::memory_order_acquire);
+  return t == nullptr ? 0 : t->stats.armed_now.load(std::memory_order_acquire);
+}
+
+bool SoftwareSampler::unprotect_for_io(uintptr_t addr, size_t len) {
+  std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
+  // The owner holds the lock while it arms (an mprotect per window): yield to it a while, then give up.
+  for (int attempt = 0; !lock.owns_lock() && attempt < 256; ++attempt) {
+    sched_yield();
+    lock.try_lock();
+  }
+  if (!lock.owns_lock()) return false;
+  restore_overlapping(addr, len, /*count_as_touch=*/true);
+  return true;
+}
+
+void SoftwareSampler::unprotect(uintptr_t addr, size_t len, bool count_as_touch) {
+  std::lock_guard<std::mutex> lock(mu_);
+  restore_overlapping(addr, len, count_as_touch);
+}
+
+void SoftwareSampler::restore_overlapping(uintptr_t addr, size_t len, bool count_as_touch) {
+  if (!started_.load(std::memory_order_relaxed) || len == 0) return;
+  Tables& t = *tables_.load(std::memory_order_relaxed);
+  const uintptr_t end = len > SIZE_MAX - addr ? SIZE_MAX : addr + len;
+  const uint32_t n = t.stats.high_water.load(std::memory_order_relaxed);
+  for (uint32_t i = 0; i < n; ++i) {
+    Window& w = t.windows[i];
+    if (state_of(w.word.load(std::memory_order_acquire)) == kFree) continue;
+    if (w.start.load(std::memory_order_relaxed) < end && addr < w.end.load(std::memory_order_relaxed)) {
+      restore_window(t, w, count_as_touch);
+    }
+  }
+}
+
+}  // namespace sentinel

@@ -100,6 +100,11 @@ struct Profiler {
   uint64_t restarts = 0;
   uint32_t profiled_steps = 0;
   int64_t last_profile_first_step = -1;
+  // The tags of the first profiled step, by event: every later profiled step must allocate the same at
+  // the same events, or it is not the same step (an odd last batch, an evaluation pass) and averaging it in
+  // would shift births by an event. Restarts for it are bounded (kMaxDeviationRestarts).
+  std::vector<uint64_t> profiled_tags;
+  uint32_t deviation_restarts = 0;
 };
 
 Profiler* g_profiler = nullptr;
@@ -269,7 +274,22 @@ void restart(Profiler& p, const char* why) {
   log_write(LogLevel::kInfo, (std::string(why) + ": profiling starts over").c_str());
 }
 
+// Records the first profiled step's tags and checks every later profiled step's against them. A program
+// whose profiled steps keep differing is profiled as it is after kMaxDeviationRestarts restarts.
+constexpr uint32_t kMaxDeviationRestarts = 3;
+bool same_step_as_first(Profiler& p, const ObjectEvent& e) {
+  if (e.event >= p.period) return true;
+  if (e.step == p.first_step) {
+    p.profiled_tags[e.event] = e.tag;
+    return true;
+  }
+  if (p.profiled_tags[e.event] == e.tag || p.deviation_restarts >= kMaxDeviationRestarts) return true;
+  ++p.deviation_restarts;
+  return false;
+}
+
 void begin_profile(Profiler& p, const LiveObjects& live, const ObjectEvent& e) {
+  p.profiled_tags.assign(e.period, 0);
   p.period = e.period;
   p.first_step = e.step;
   p.builder = std::make_unique<ProfileBuilder>(e.period, g_state.config.profile_steps);
@@ -405,6 +425,10 @@ void on_alloc(Profiler& p, const LiveObjects& live, const ObjectEvent& e) {
   const int64_t rel = e.step - p.first_step;
   if (rel < 0) return;
   const uint32_t steps = g_state.config.profile_steps;
+  if (p.state == ProfState::kProfiling && rel < steps && !same_step_as_first(p, e)) {
+    restart(p, "a profiled step allocated other objects than the first (an odd batch or an evaluation pass?)");
+    return;
+  }
   if (p.state == ProfState::kProfiling && p.pmu != nullptr && p.pmu->started()) {
     // Before the harvest below: samples taken from this event on belong to its phase (or, at the
     // event that ends the profile, to no profiled step).

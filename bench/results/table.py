@@ -32,7 +32,7 @@ def load_cells(out):
     cells = {}
     for path in glob.glob(os.path.join(out, "*.json")):
         name = os.path.basename(path)
-        if name == "plugin-stats.json" or name.endswith(".profile.json"):
+        if name == "plugin-stats.json" or name.endswith((".profile.json", ".plan.json")):
             continue
         with open(path) as f:
             c = json.load(f)

@@ -23,6 +23,9 @@ void add_replay_command(CLI::App& app, int* rc);
 void add_report_command(CLI::App& app, int* rc);
 void add_profile_diff_command(CLI::App& app, int* rc);
 
+// What a command that builds its whole output first prints: `out` to stdout, `err` to stderr.
+void write_command_output(const std::string& out, const std::string& err);
+
 // What `sentinel run` and `sentinel profile` take: SENTINEL_* variables from their options (in the order
 // given), the library, --quiet, and the program with its arguments.
 using EnvList = std::vector<std::pair<std::string, std::string>>;

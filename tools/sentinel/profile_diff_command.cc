@@ -87,9 +87,7 @@ void add_profile_diff_command(CLI::App& app, int* rc) {
   cmd->callback([r, rc] {
     std::string out, err;
     *rc = run_diff(*r, &out, &err);
-    if (!out.empty()) std::fwrite(out.data(), 1, out.size(), stdout);
-    if (!err.empty()) std::fwrite(err.data(), 1, err.size(), stderr);
-    std::fflush(stdout);
+    write_command_output(out, err);
   });
 }
 

@@ -6,6 +6,12 @@
 
 namespace sentinel::cli {
 
+void write_command_output(const std::string& out, const std::string& err) {
+  if (!out.empty()) std::fwrite(out.data(), 1, out.size(), stdout);
+  if (!err.empty()) std::fwrite(err.data(), 1, err.size(), stderr);
+  std::fflush(stdout);
+}
+
 int sentinel_main(int argc, char** argv) {
   CLI::App app{"Sentinel places the data objects of a training program on fast and slow memory.\n"
                "Run `sentinel COMMAND --help` for the options of a command.",

@@ -150,10 +150,18 @@ uint32_t place_extent(State& s, const ObjectRequest& q, uint64_t request, place:
   if (want == place::Want::kFast && d->forced_slow) {
     s.counters.planned_fast_forced_slow.fetch_add(1, std::memory_order_relaxed);
   }
-  const uint32_t slot = s.heap.allocate(request, q.align, d->pool, fresh_zero, false, q.zero_first);
+  uint8_t taken_from = kMaxPools;
+  bool taken_resident = false;
+  const uint32_t slot =
+      s.heap.allocate(request, q.align, d->pool, fresh_zero, false, q.zero_first, &taken_from, &taken_resident);
   if (slot == kNoSlot) {
     s.placer.release(d->pool, extent);
     return kNoSlot;
+  }
+  // An extent the other pool had cached (object_heap.h): if it was a parked fast one, its pages are gone
+  // now and its bytes leave the budget.
+  if (taken_from != kMaxPools && taken_resident && s.placer.parks_freed_extents(taken_from)) {
+    s.placer.unpark_fast(s.heap.record(slot).extent_bytes, false);
   }
   // A parked extent freed concurrently may have come out of the cache after all: the new reservation
   // counts it now, so its parked bytes leave the budget.

@@ -54,6 +54,7 @@ void add_run(Json& j, const State& s) {
   j[key::kHeapFullFallbacks] = c.heap_full_fallbacks.load();
   j[key::kExtentsCarved] = heap.extents_carved;
   j[key::kExtentsReused] = heap.extents_reused;
+  j[key::kExtentsFromOtherPool] = heap.extents_from_other_pool;
   j[key::kExtentsTrimmed] = heap.extents_trimmed;
   j[key::kExtentBytesCarved] = heap.carved_bytes;
   j[key::kReservedBytes] = s.heap.reserved_bytes();

@@ -60,21 +60,41 @@ void ObjectHeap::destroy() noexcept {
   size_ = 0;
 }
 
+uint32_t ObjectHeap::pop_list_locked(uint32_t cls, uint8_t pool, int resident, uint64_t align) noexcept {
+  uint32_t& head = cache_head_[cls][pool][resident];
+  if (head == 0) return kNoSlot;
+  const uint32_t slot = head - 1;
+  ObjectRecord& r = records_[slot];
+  if ((r.start & (align - 1)) != 0) return kNoSlot;  // rare: over-aligned request; try another list or carve
+  __atomic_store_n(&head, r.next_cached == kNoSlot ? 0 : r.next_cached + 1, __ATOMIC_RELAXED);
+  stats_.cached_bytes -= r.extent_bytes;
+  if (r.resident) stats_.cached_resident_bytes -= r.extent_bytes;
+  ++stats_.extents_reused;
+  return slot;
+}
+
 uint32_t ObjectHeap::pop_cached_locked(uint32_t cls, uint8_t pool, uint64_t align, bool resident_only,
                                        bool zero_first) noexcept {
   const int lists = resident_only ? 1 : 2;
   for (int k = 0; k < lists; ++k) {
     const int resident = zero_first && !resident_only ? k : 1 - k;  // [1]: resident pages, [0]: returned
-    uint32_t& head = cache_head_[cls][pool][resident];
-    if (head == 0) continue;
-    const uint32_t slot = head - 1;
-    ObjectRecord& r = records_[slot];
-    if ((r.start & (align - 1)) != 0) continue;  // rare: over-aligned request; try the other list or carve
-    __atomic_store_n(&head, r.next_cached == kNoSlot ? 0 : r.next_cached + 1, __ATOMIC_RELAXED);
-    stats_.cached_bytes -= r.extent_bytes;
-    if (r.resident) stats_.cached_resident_bytes -= r.extent_bytes;
-    ++stats_.extents_reused;
-    return slot;
+    const uint32_t slot = pop_list_locked(cls, pool, resident, align);
+    if (slot != kNoSlot) return slot;
+  }
+  return kNoSlot;
+}
+
+uint32_t ObjectHeap::pop_other_pool_locked(uint32_t cls, uint8_t pool, uint64_t align) noexcept {
+  // Returned extents first: taking one costs the other pool nothing it could reuse without faults.
+  for (int resident = 0; resident < 2; ++resident) {
+    for (uint8_t other = 0; other < kMaxPools; ++other) {
+      if (other == pool) continue;
+      const uint32_t slot = pop_list_locked(cls, other, resident, align);
+      if (slot != kNoSlot) {
+        ++stats_.extents_from_other_pool;
+        return slot;
+      }
+    }
   }
   return kNoSlot;
 }
@@ -110,7 +130,8 @@ uint32_t ObjectHeap::carve_locked(uint32_t cls, uint64_t align, uintptr_t* start
 }
 
 uint32_t ObjectHeap::allocate(uint64_t size, uint64_t align, uint8_t pool, bool* zeroed, bool resident_only,
-                              bool zero_first) noexcept {
+                              bool zero_first, uint8_t* taken_from, bool* taken_resident) noexcept {
+  if (taken_from != nullptr) *taken_from = kMaxPools;
   if (size == 0 || size > size_ / 2 || pool >= kMaxPools) return kNoSlot;
   if (align < kPageSize) align = kPageSize;
   if (align > kHugePageSize || (align & (align - 1)) != 0) return kNoSlot;
@@ -120,9 +141,14 @@ uint32_t ObjectHeap::allocate(uint64_t size, uint64_t align, uint8_t pool, bool*
   uint32_t slot;
   uintptr_t start = 0;
   bool fresh = false;
+  bool other_pool = false;
   {
     SpinGuard guard(lock_);
     slot = pop_cached_locked(cls, pool, align, resident_only, zero_first);
+    if (slot == kNoSlot && !resident_only) {
+      slot = pop_other_pool_locked(cls, pool, align);
+      other_pool = slot != kNoSlot;
+    }
     if (slot == kNoSlot) {
       if (resident_only) return kNoSlot;
       slot = carve_locked(cls, align, &start);
@@ -134,6 +160,16 @@ uint32_t ObjectHeap::allocate(uint64_t size, uint64_t align, uint8_t pool, bool*
     }
   }
   ObjectRecord& r = records_[slot];
+  if (other_pool) {
+    // Out of every list, so only this thread reaches it. Its pages sit on the other pool's node: return
+    // them (a failed madvise leaves them resident, and the caller's rebind drops them or fails visibly).
+    if (taken_from != nullptr) *taken_from = r.pool.load(std::memory_order_relaxed);
+    if (taken_resident != nullptr) *taken_resident = r.resident;
+    if (r.resident && os::madvise(reinterpret_cast<void*>(r.start), r.extent_bytes, MADV_DONTNEED) == 0) {
+      r.resident = false;
+    }
+    r.pool.store(pool, std::memory_order_relaxed);
+  }
   *zeroed = fresh || !r.resident;
   r.resident = true;
   if (fresh) {

@@ -7,7 +7,11 @@
 // ones get none; a large one starts a 2 MiB region and the next one above starts another), so a move of
 // one extent never drags a neighbour along (migrate::Neighbours::kShareNoLargeFolio). Extents are never split or merged: a freed extent goes to a per-(size class, pool) cache and
 // is handed out again to the next object of its class in that pool (a pool stands for a memory node, so
-// recycled pages are already where the new object should live). When the resident bytes in the cache
+// recycled pages are already where the new object should live). Only when its own pool has no extent of
+// the class does an allocation take one cached by another pool, with that extent's pages returned first,
+// before it carves a new one: moves change an extent's pool, so without this one pool's cache fills with
+// extents that only the other pool's births could use while the other carves (resident bytes and records
+// grew every managed step). When the resident bytes in the cache
 // pass a limit, further freed extents are returned to the kernel with MADV_DONTNEED before caching.
 // Each (size class, pool) keeps two lists, extents whose pages are resident and extents whose pages were
 // returned: allocation takes a resident one first (no page faults), and trim_cached() can return a
@@ -85,6 +89,7 @@ struct ObjectRecord {
 struct HeapStats {
   uint64_t extents_carved = 0;
   uint64_t extents_reused = 0;
+  uint64_t extents_from_other_pool = 0;  // reused extents that another pool had cached (their pages returned)
   uint64_t extents_trimmed = 0;
   uint64_t carved_bytes = 0;
   uint64_t cached_bytes = 0;
@@ -115,9 +120,13 @@ class ObjectHeap {
   // whether the extent is known to read as zeros (never used, or returned to the kernel since).
   // With `resident_only` it takes only a cached extent whose pages are resident and never carves; with
   // `zero_first` (calloc) it takes a cached extent whose pages were returned (reads as zeros) before a
-  // resident one.
+  // resident one. Without `resident_only`, when `pool` has no extent of the class but another pool does,
+  // that extent is taken (a returned one before a resident one), its pages returned to the kernel, and it
+  // joins `pool`; *taken_from (when given) is then set to the pool it came from and *taken_resident to
+  // whether its pages were resident (a parked fast extent's bytes must leave the budget); otherwise
+  // *taken_from is kMaxPools. The caller binds the extent to its new pool's node before first touch.
   uint32_t allocate(uint64_t size, uint64_t align, uint8_t pool, bool* zeroed, bool resident_only = false,
-                    bool zero_first = false) noexcept;
+                    bool zero_first = false, uint8_t* taken_from = nullptr, bool* taken_resident = nullptr) noexcept;
 
   // Whether `pool` has a cached extent with resident pages for a request of `size` bytes: a hint, read
   // without the lock (another thread may take it first), so a caller can skip a resident_only allocate()
@@ -156,6 +165,8 @@ class ObjectHeap {
 
  private:
   uint32_t pop_cached_locked(uint32_t cls, uint8_t pool, uint64_t align, bool resident_only, bool zero_first) noexcept;
+  uint32_t pop_list_locked(uint32_t cls, uint8_t pool, int resident, uint64_t align) noexcept;
+  uint32_t pop_other_pool_locked(uint32_t cls, uint8_t pool, uint64_t align) noexcept;
   void push_cached_locked(uint32_t slot) noexcept;
   uint32_t carve_locked(uint32_t cls, uint64_t align, uintptr_t* start) noexcept;
 

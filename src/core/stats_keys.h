@@ -37,6 +37,7 @@ inline constexpr const char kInvalidFrees[] = "invalid_frees";
 inline constexpr const char kHeapFullFallbacks[] = "heap_full_fallbacks";
 inline constexpr const char kExtentsCarved[] = "extents_carved";
 inline constexpr const char kExtentsReused[] = "extents_reused";
+inline constexpr const char kExtentsFromOtherPool[] = "extents_from_other_pool";
 inline constexpr const char kExtentsTrimmed[] = "extents_trimmed";
 inline constexpr const char kExtentBytesCarved[] = "extent_bytes_carved";
 inline constexpr const char kReservedBytes[] = "reserved_bytes";
@@ -136,7 +137,7 @@ inline constexpr const char kProfileSource[] = "profile_source";
 inline constexpr const char kPlansFromLocalRank0Profile[] = "plans_from_local_rank0_profile";
 inline constexpr const char kMode[] = "mode";
 
-inline constexpr std::array<std::string_view, 120> kAll = {
+inline constexpr std::array<std::string_view, 121> kAll = {
     kPid,
     kRank,
     kForkedChildren,
@@ -165,6 +166,7 @@ inline constexpr std::array<std::string_view, 120> kAll = {
     kHeapFullFallbacks,
     kExtentsCarved,
     kExtentsReused,
+    kExtentsFromOtherPool,
     kExtentsTrimmed,
     kExtentBytesCarved,
     kReservedBytes,

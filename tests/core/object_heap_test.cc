@@ -62,17 +62,64 @@ TEST_F(ObjectHeapTest, ExtentsArePageAlignedAndShareNoPage) {
   }
 }
 
-TEST_F(ObjectHeapTest, FreedExtentIsReusedForSameClassAndPoolOnly) {
+TEST_F(ObjectHeapTest, FreedExtentIsReusedForSameClassOwnPoolFirst) {
   const uint32_t a = alloc(200000);
   const uintptr_t start = heap_.record(a).start;
+  const uint32_t b = alloc(200000, kPageSize, 1);
+  const uintptr_t start_b = heap_.record(b).start;
   heap_.release(a);
-  const uint32_t other_pool = alloc(200000, kPageSize, 1);
-  EXPECT_NE(heap_.record(other_pool).start, start);
+  heap_.release(b);
   const uint32_t other_class = alloc(1000000);
   EXPECT_NE(heap_.record(other_class).start, start);
-  const uint32_t again = alloc(199000);  // same class
+  const uint32_t again = alloc(199000);  // same class, pool 0: its own extent, not pool 1's
   EXPECT_EQ(heap_.record(again).start, start);
-  EXPECT_EQ(heap_.stats().extents_reused, 1u);
+  const uint32_t again_b = alloc(199000, kPageSize, 1);
+  EXPECT_EQ(heap_.record(again_b).start, start_b);
+  EXPECT_EQ(heap_.stats().extents_reused, 2u);
+  EXPECT_EQ(heap_.stats().extents_from_other_pool, 0u);
+}
+
+// Moves change an extent's pool, so one pool's cache can hold the extents the other's births need: an
+// allocation takes one from another pool (pages returned, so it reads as zeros) before it carves.
+TEST_F(ObjectHeapTest, TakesAnotherPoolsExtentBeforeCarving) {
+  const uint32_t a = alloc(200000);
+  char* p = reinterpret_cast<char*>(heap_.record(a).start);
+  std::memset(p, 0xab, 200000);
+  heap_.release(a);
+  const uint64_t carved = heap_.stats().extents_carved;
+  bool zeroed = false;
+  uint8_t from = 0;
+  bool was_resident = false;
+  const uint32_t b = heap_.allocate(199000, kPageSize, 1, &zeroed, false, false, &from, &was_resident);
+  ASSERT_NE(b, kNoSlot);
+  EXPECT_EQ(heap_.record(b).start, reinterpret_cast<uintptr_t>(p));
+  EXPECT_EQ(heap_.stats().extents_carved, carved) << "no new extent while another pool caches one";
+  EXPECT_EQ(heap_.stats().extents_from_other_pool, 1u);
+  EXPECT_EQ(from, 0);
+  EXPECT_TRUE(was_resident);
+  EXPECT_EQ(heap_.record(b).pool.load(), 1);
+  EXPECT_TRUE(zeroed) << "its pages were returned";
+  for (int i = 0; i < 200000; i += 4096) ASSERT_EQ(p[i], 0) << i;
+  EXPECT_EQ(heap_.stats().cached_resident_bytes, 0u);
+  // resident_only never looks at another pool.
+  heap_.release(b);
+  EXPECT_EQ(heap_.allocate(199000, kPageSize, 0, &zeroed, /*resident_only=*/true), kNoSlot);
+}
+
+TEST_F(ObjectHeapTest, TakesAnotherPoolsReturnedExtentBeforeItsResidentOne) {
+  const uint32_t resident = alloc(200000, kPageSize, 1);
+  const uint32_t returned = alloc(200000, kPageSize, 2);
+  const uintptr_t returned_start = heap_.record(returned).start;
+  heap_.release(resident);
+  heap_.release(returned, /*drop_pages=*/true);
+  bool zeroed = false;
+  uint8_t from = 0;
+  bool was_resident = true;
+  const uint32_t c = heap_.allocate(200000, kPageSize, 0, &zeroed, false, false, &from, &was_resident);
+  EXPECT_EQ(heap_.record(c).start, returned_start);
+  EXPECT_EQ(from, 2);
+  EXPECT_FALSE(was_resident);
+  EXPECT_EQ(heap_.stats().cached_resident_bytes, heap_.record(resident).extent_bytes) << "pool 1 keeps its pages";
 }
 
 TEST_F(ObjectHeapTest, ReportsWhetherMemoryIsZero) {

@@ -49,6 +49,8 @@ struct PlannerConfig {
   uint32_t exchange_candidates = 128;
   // Stalled prefetches examined by the final stall repair (stall_repair.h); 0 turns it off.
   uint32_t stall_repair_attempts = 8;
+  // Also plan from Sentinel's best static placement held fast (planner.cc) and keep the better plan.
+  bool seed_with_static_best = true;
 };
 
 // The budget in bytes the config asks for on this profile.

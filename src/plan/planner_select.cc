@@ -185,25 +185,54 @@ bool exchange_pass(const ProfileIndex& index, const MemorySystem& mem, uint64_t 
 // With budget to spare, holding an object in fast memory beats moving it: merge consecutive selected
 // windows of an object (no eviction and prefetch between them) and keep objects whose windows were
 // not worth a migration fast for their whole lifetime. Cheapest extra byte-phases first.
+namespace {
+
+double whole_value(const ObjectView& o, const MemorySystem& mem) {
+  const double rp = mem.read_penalty_ns(), wp = mem.write_penalty_ns();
+  double v = 0;
+  for (const AccessView& a : o.accesses) v += static_cast<double>(a.reads) * rp + static_cast<double>(a.writes) * wp;
+  return v;
+}
+
+// Replaces the object's windows by one that holds it fast for its whole lifetime (born fast, never
+// moved), kept in the slot of its first window. The caller has made room in the tree.
+void hold_whole_life(const ProfileIndex& index, const MemorySystem& mem, const std::vector<size_t>& windows,
+                     std::vector<Window>* win) {
+  const uint32_t P = index.period();
+  const ObjectView& o = index.object((*win)[windows.front()].obj);
+  Window whole = (*win)[windows.front()];
+  for (size_t j : windows) (*win)[j].selected = false;
+  whole.start = 0;
+  whole.occ_end = o.cyclic ? P : o.life;
+  whole.born_fast = true;
+  whole.always = o.cyclic;
+  whole.evict = false;
+  whole.first_use = o.accesses.front().offset;
+  whole.last_use = o.accesses.back().offset;
+  whole.access_value = whole_value(o, mem);
+  whole.selected = true;
+  (*win)[windows.front()] = whole;
+}
+
+std::vector<std::vector<size_t>> windows_by_object(const ProfileIndex& index, const std::vector<Window>& win) {
+  std::vector<std::vector<size_t>> by_obj(index.objects().size());
+  for (size_t j = 0; j < win.size(); ++j) by_obj[win[j].obj].push_back(j);
+  return by_obj;
+}
+
+}  // namespace
+
 void upgrade_holds(const ProfileIndex& index, const MemorySystem& mem, uint64_t budget,
                    std::vector<Window>* win, OccupancyTree* tree) {
-  const double rp = mem.read_penalty_ns(), wp = mem.write_penalty_ns();
-  auto object_value = [&](const ObjectView& o) {
-    double v = 0;
-    for (const AccessView& a : o.accesses)
-      v += static_cast<double>(a.reads) * rp + static_cast<double>(a.writes) * wp;
-    return v;
-  };
   const uint32_t P = index.period();
-  std::vector<std::vector<size_t>> by_obj(index.objects().size());
-  for (size_t j = 0; j < win->size(); ++j) by_obj[(*win)[j].obj].push_back(j);
+  const std::vector<std::vector<size_t>> by_obj = windows_by_object(index, *win);
   struct Cand { double density; uint32_t obj; };
   std::vector<Cand> cands;
   for (uint32_t i = 0; i < by_obj.size(); ++i) {
     const ObjectView& o = index.object(i);
     if (o.total_accesses == 0 || by_obj[i].empty()) continue;
     double occupied = 0;
-    const double value = object_value(o);
+    const double value = whole_value(o, mem);
     for (size_t j : by_obj[i]) {
       const Window& w = (*win)[j];
       if (w.selected) occupied += static_cast<double>(occ_len(w, P));
@@ -224,19 +253,7 @@ void upgrade_holds(const ProfileIndex& index, const MemorySystem& mem, uint64_t 
     }
     if (tree->fits(start, len, o.size, budget)) {
       tree->add(start, len, static_cast<int64_t>(o.size));
-      Window whole = (*win)[by_obj[c.obj].front()];
-      for (size_t j : by_obj[c.obj]) (*win)[j].selected = false;
-      const double value = object_value(o);
-      whole.start = 0;
-      whole.occ_end = len;
-      whole.born_fast = true;
-      whole.always = o.cyclic;
-      whole.evict = false;
-      whole.first_use = o.accesses.front().offset;
-      whole.last_use = o.accesses.back().offset;
-      whole.access_value = value;
-      whole.selected = true;
-      (*win)[by_obj[c.obj].front()] = whole;
+      hold_whole_life(index, mem, by_obj[c.obj], win);
     } else {
       for (size_t j : by_obj[c.obj]) {
         const Window& w = (*win)[j];
@@ -247,8 +264,23 @@ void upgrade_holds(const ProfileIndex& index, const MemorySystem& mem, uint64_t 
 }
 
 void select_windows(const ProfileIndex& index, const MemorySystem& mem, const PlannerConfig& cfg,
-                    uint64_t budget, std::vector<Window>* win, OccupancyTree* tree) {
+                    uint64_t budget, std::vector<Window>* win, OccupancyTree* tree,
+                    const std::vector<uint32_t>& held_objects) {
   const uint32_t P = index.period();
+  // The seed: objects held fast for their whole lifetime before anything else is chosen.
+  std::vector<bool> held(index.objects().size(), false);
+  if (!held_objects.empty()) {
+    const std::vector<std::vector<size_t>> by_obj = windows_by_object(index, *win);
+    for (uint32_t i : held_objects) {
+      if (i >= by_obj.size() || by_obj[i].empty() || held[i]) continue;
+      const ObjectView& o = index.object(i);
+      const uint32_t start = o.cyclic ? 0 : o.birth, len = o.cyclic ? P : o.life;
+      if (!tree->fits(start, len, o.size, budget)) continue;
+      tree->add(start, len, static_cast<int64_t>(o.size));
+      hold_whole_life(index, mem, by_obj[i], win);
+      held[i] = true;
+    }
+  }
   // Reserved share for short-lived objects: their peak, at most short_reserve_max_share of budget.
   std::vector<int64_t> short_diff(P + 1, 0);
   // Short-lived objects without sampled accesses are kept fast only where nothing else wants the
@@ -273,7 +305,7 @@ void select_windows(const ProfileIndex& index, const MemorySystem& mem, const Pl
   OccupancyTree short_tree(P);
   for (size_t j : order) {
     Window& w = (*win)[j];
-    if (!w.short_lived || index.object(w.obj).total_accesses == 0) continue;
+    if (!w.short_lived || index.object(w.obj).total_accesses == 0 || held[w.obj]) continue;
     const ObjectView& o = index.object(w.obj);
     uint32_t start = abs_phase(index, o, w.start), len = occ_len(w, P);
     if (short_tree.fits(start, len, o.size, reserve) && tree->fits(start, len, o.size, budget)) {

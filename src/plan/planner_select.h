@@ -20,9 +20,11 @@ namespace sentinel::plan_detail {
 uint32_t occ_len(const Window& w, uint32_t period);
 
 // Selects windows (sets Window::selected, may move a prefetch earlier or make a window born fast)
-// and adds their occupancy to *tree.
+// and adds their occupancy to *tree. `held_objects` (object indices, in order) are held fast for their
+// whole lifetime first, where they fit: a static placement the rest of the selection adds moves to.
 void select_windows(const ProfileIndex& index, const MemorySystem& mem, const PlannerConfig& cfg,
-                    uint64_t budget, std::vector<Window>* win, OccupancyTree* tree);
+                    uint64_t budget, std::vector<Window>* win, OccupancyTree* tree,
+                    const std::vector<uint32_t>& held_objects = {});
 
 // Keeps objects fast for their whole lifetime where the budget allows, cheapest first.
 void upgrade_holds(const ProfileIndex& index, const MemorySystem& mem, uint64_t budget, std::vector<Window>* win,

@@ -116,22 +116,27 @@ sys.stdin.read()
 
 def fill_node0(share):
     """Leaves node 0 room for `share` of this process's anonymous memory: a filler locks node 0's free
-    memory plus the rest of the program's pages there, less the high watermark, and the kernel must
-    demote that much of the program to node 1 to make room. Returns the filler and what it sized."""
+    memory, its page cache that no process maps, and the rest of the program's pages there, less the high
+    watermark, and the kernel must demote that much of the program to node 1 to make room. (Without the
+    page cache the kernel made room by dropping cache, and the program's pages all stayed on node 0:
+    docs/results.md.) Mapped file pages (the program's code) are left out: the kernel may still take them
+    instead of anonymous pages, which numa_maps at every step shows. Returns the filler and its sizes."""
     import subprocess
     if not os.path.exists("/sys/devices/system/node/node1/meminfo"):
         raise SystemExit("--node0-share needs a second node to demote to (the kmem guest)")
     pages = anon_pages_per_node()
     program = sum(pages.values()) * 4096
     free0 = node_meminfo_kb(0, "MemFree") * 1024
+    unmapped_cache0 = max(0, node_meminfo_kb(0, "FilePages") - node_meminfo_kb(0, "Mapped")) * 1024
     high = node_high_watermark_pages(0) * 4096
-    filler_bytes = max(0, int(free0 + (1 - share) * pages.get(0, 0) * 4096 - high)) // 4096 * 4096
+    filler_bytes = max(0, int(free0 + unmapped_cache0 + (1 - share) * pages.get(0, 0) * 4096 - high)) // 4096 * 4096
     proc = subprocess.Popen(["numactl", "--membind=0", "/usr/bin/python3", "-c", FILLER, str(filler_bytes)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     if proc.stdout.readline().strip() != b"ready":
         raise SystemExit(f"node-0 filler of {filler_bytes} bytes failed (exit {proc.wait()})")
     info = {"share": share, "program_anon_bytes": program, "node0_free_bytes": free0,
-            "node0_high_watermark_bytes": high, "filler_bytes": filler_bytes}
+            "node0_unmapped_cache_bytes": unmapped_cache0, "node0_high_watermark_bytes": high,
+            "filler_bytes": filler_bytes}
     print(f"node 0 filled: {filler_bytes >> 20} MiB locked, program {program >> 20} MiB, share {share}", flush=True)
     return proc, info
 

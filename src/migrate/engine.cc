@@ -9,7 +9,7 @@
 
 #include "migrate/engine.h"
 #include "migrate/engine_internal.h"
-#include "migrate/futex.h"
+#include "os/futex.h"
 
 namespace sentinel::migrate {
 
@@ -148,7 +148,7 @@ void Engine::stop() {
   if (thread_started_.load()) {
     stop_.store(true);
     doorbell_.fetch_add(1);
-    futex_wake(&doorbell_, 1);
+    os::futex_wake(&doorbell_, 1);
     pthread_join(static_cast<pthread_t>(thread_), nullptr);
     thread_started_.store(false);
   }
@@ -203,7 +203,7 @@ Ticket Engine::enqueue(uint64_t object_id, uint64_t generation, void* addr, size
   }
   stats_.enqueued.fetch_add(1, std::memory_order_relaxed);
   doorbell_.fetch_add(1);
-  if (worker_sleeping_.load()) futex_wake(&doorbell_, 1);
+  if (worker_sleeping_.load()) os::futex_wake(&doorbell_, 1);
   return Ticket{value};
 }
 
@@ -232,7 +232,7 @@ State Engine::wait(Ticket t, std::chrono::nanoseconds timeout, MoveResult* resul
     if (st == State::kUnknown || terminal(st)) break;
     auto left = deadline - std::chrono::steady_clock::now();
     if (left <= std::chrono::nanoseconds::zero()) break;
-    futex_wait(&completions_, seen, std::chrono::duration_cast<std::chrono::nanoseconds>(left));
+    os::futex_wait(&completions_, seen, std::chrono::duration_cast<std::chrono::nanoseconds>(left));
   }
   waiters_.fetch_sub(1);
   return st;
@@ -240,7 +240,7 @@ State Engine::wait(Ticket t, std::chrono::nanoseconds timeout, MoveResult* resul
 
 void Engine::wake_waiters() {
   completions_.fetch_add(1);
-  if (waiters_.load() > 0) futex_wake(&completions_, INT32_MAX);
+  if (waiters_.load() > 0) os::futex_wake(&completions_, INT32_MAX);
 }
 
 CancelResult Engine::cancel(uint64_t object_id, uint64_t generation) {
@@ -299,7 +299,7 @@ void Engine::run() {
       std::lock_guard<SpinLock> g(*lock_);
       empty = queued_ == 0;
     }
-    if (empty && !stop_.load()) futex_wait(&doorbell_, bell, std::chrono::nanoseconds(-1));
+    if (empty && !stop_.load()) os::futex_wait(&doorbell_, bell, std::chrono::nanoseconds(-1));
     worker_sleeping_.store(false);
   }
 }

@@ -1,6 +1,5 @@
 #include "sampler/pmu_sampler.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -13,6 +12,7 @@
 #include <cstring>
 #include <ctime>
 
+#include "os/directory.h"
 #include "os/os.h"
 
 namespace sentinel {
@@ -218,13 +218,10 @@ ProbeResult PmuSampler::start(const PmuSamplerOptions& opt) {
   }
   ProbeResult r = build_pmu_attr(opt, os_, &attr_);
   if (!r.ok) return r;
-  DIR* dir = opendir("/proc/self/task");
-  if (dir == nullptr) return failure(errno, std::string("/proc/self/task: ") + std::strerror(errno));
   std::vector<pid_t> tids;
-  while (dirent* d = readdir(dir)) {
-    if (d->d_name[0] >= '0' && d->d_name[0] <= '9') tids.push_back(static_cast<pid_t>(std::atoi(d->d_name)));
+  if (os::for_each_thread([&](pid_t tid) { tids.push_back(tid); }) != 0 && tids.empty()) {
+    return failure(errno, std::string("/proc/self/task: ") + std::strerror(errno));
   }
-  closedir(dir);
   for (pid_t tid : tids) {
     std::unique_ptr<Ring> ring;
     ProbeResult o = open_ring(tid, &ring);

@@ -301,7 +301,7 @@ void profiler_init() noexcept {
       p->kind = SamplerKind::kNone;
       p->reason = "SENTINEL_SAMPLER=none: lifetimes and phase times only";
     } else {
-      const SamplerChoice choice = choose_sampler(sampler_setting_name(c.sampler), pmu_options, real_perf_os(), sources);
+      const SamplerChoice choice = choose_sampler(sampler_setting_name(c.sampler), pmu_options, sources);
       p->kind = choice.kind;
       p->reason = choice.reason;
       if (choice.kind == SamplerKind::kPebs || choice.kind == SamplerKind::kIbs) {

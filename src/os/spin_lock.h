@@ -19,6 +19,16 @@
 
 namespace sentinel::os {
 
+// The two ways Sentinel waits without sleeping in the kernel, for every area: a pause between looks at a
+// word another CPU will change within a few instructions, and giving the CPU away (sched_yield) when the
+// thread waited for may need it to finish. Both are safe inside malloc/free and in signal handlers.
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+inline void yield_cpu() noexcept { sched_yield(); }
+
 class SpinLock {
  public:
   constexpr SpinLock() = default;
@@ -31,9 +41,9 @@ class SpinLock {
     while (locked_.exchange(true, std::memory_order_acquire)) {
       for (int spins = 0; locked_.load(std::memory_order_relaxed); ++spins) {
         if (spins < kSpins) {
-          __builtin_ia32_pause();
+          cpu_relax();
         } else {
-          sched_yield();
+          yield_cpu();
         }
       }
     }

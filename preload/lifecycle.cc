@@ -273,16 +273,18 @@ void initialise() noexcept {
 
   char message[512];
   Config config;
-  if (!parse_config_from_environ(&config, message, sizeof message)) {
-    report_config_error(message);
+  if (const Status parsed = parse_config_from_environ(&config); !parsed.is_ok()) {
+    report_config_error(parsed.message());
     g_state.phase.store(Phase::kPassthrough, std::memory_order_release);
     return;
   }
   if (find_unknown_variable(message, sizeof message)) report_config_error(message);
-  if (config.mode != Mode::kPassthrough && !resolve_output_paths_of_this_process(&config, message, sizeof message)) {
-    report_config_error(message);
-    g_state.phase.store(Phase::kPassthrough, std::memory_order_release);
-    return;
+  if (config.mode != Mode::kPassthrough) {
+    if (const Status resolved = resolve_output_paths_of_this_process(&config); !resolved.is_ok()) {
+      report_config_error(resolved.message());
+      g_state.phase.store(Phase::kPassthrough, std::memory_order_release);
+      return;
+    }
   }
   g_state.config = config;
   g_state.sites.skip_module_of(reinterpret_cast<const void*>(&initialise));

@@ -64,8 +64,12 @@ void log_init(const Config& config) noexcept {
     spdlog::sink_ptr sink;
     std::string file_error;
     if (config.log_file[0] != '\0') {
-      const int fd = open_append_no_follow(config.log_file, &file_error);
-      if (fd >= 0) sink = std::make_shared<AppendFileSink>(fd);
+      int fd = -1;
+      if (const Status opened = open_append_no_follow(config.log_file, &fd); !opened.is_ok()) {
+        file_error = opened.message();
+      } else {
+        sink = std::make_shared<AppendFileSink>(fd);
+      }
     }
     if (!sink) sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
     auto* logger = new spdlog::logger("sentinel", sink);

@@ -113,8 +113,8 @@ void load_inputs(Manager& m) {
     profiler_set_active(false);
   }
   if (c.timeline_path[0] != '\0') {
-    if (!m.timeline_file.open(c.timeline_path, &error)) {
-      log_write(LogLevel::kError, ("cannot write SENTINEL_TIMELINE: " + error).c_str());
+    if (const Status opened = m.timeline_file.open(c.timeline_path); !opened.is_ok()) {
+      log_write(LogLevel::kError, ("cannot write SENTINEL_TIMELINE: " + std::string(opened.message())).c_str());
     } else {
       m.timeline = std::make_unique<manage::TimelineWriter>(&m.timeline_file, c.timeline_steps);
       m.timeline->set_clock(now_ns);
@@ -244,9 +244,8 @@ void manager_at_exit() noexcept {
     if (g_manager->timeline_file.is_open() && g_manager->plans == 0 && g_state.config.timeline_per_process) {
       g_manager->timeline_file.abandon();
     } else if (g_manager->timeline_file.is_open()) {
-      std::string error;
-      if (!g_manager->timeline_file.commit(&error)) {
-        log_write(LogLevel::kError, ("cannot write SENTINEL_TIMELINE: " + error).c_str());
+      if (const Status committed = g_manager->timeline_file.commit(); !committed.is_ok()) {
+        log_write(LogLevel::kError, ("cannot write SENTINEL_TIMELINE: " + std::string(committed.message())).c_str());
       }
     }
   } catch (...) {

@@ -1,12 +1,11 @@
 #include "pmu_harvest.h"
 
-#include <dirent.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <vector>
 
 #include "logging.h"
+#include "os/directory.h"
 #include "runtime_state.h"
 
 namespace sentinel::rt {
@@ -14,12 +13,7 @@ namespace {
 
 std::vector<pid_t> process_threads() {
   std::vector<pid_t> tids;
-  DIR* dir = ::opendir("/proc/self/task");
-  if (dir == nullptr) return tids;
-  while (dirent* e = ::readdir(dir)) {
-    if (e->d_name[0] >= '0' && e->d_name[0] <= '9') tids.push_back(static_cast<pid_t>(std::atoi(e->d_name)));
-  }
-  ::closedir(dir);
+  os::for_each_thread([&](pid_t tid) { tids.push_back(tid); });
   return tids;
 }
 

@@ -13,6 +13,7 @@
 #include "os/measure_clock.h"
 #include "os/os.h"
 #include "pmu_harvest.h"
+#include "profiler_state.h"
 #include "profile/profile_builder.h"
 #include "profile/profile_io.h"
 #include "runtime_state.h"
@@ -22,12 +23,11 @@
 #include "sampler/software_sampler.h"
 
 namespace sentinel::rt {
+
+Profiler* g_profiler = nullptr;
+
 namespace {
 
-constexpr uint32_t kMaxSampledSlots = 1u << 16;
-constexpr uint64_t kCacheLine = 64;
-
-enum class ProfState { kWaiting, kProfiling, kTail, kDone };
 const char* state_name(ProfState s) {
   switch (s) {
     case ProfState::kWaiting: return "waiting";
@@ -38,78 +38,6 @@ const char* state_name(ProfState s) {
   return "?";
 }
 
-struct Armed {
-  uint32_t slot;
-  uint64_t key;
-  uint64_t size;
-  uintptr_t start;
-  uint64_t release_ticket;  // the software sampler's, read before the liveness check (see its header)
-};
-
-struct Profiler {
-  std::mutex mu;  // the service thread's tick against the exit handler
-  ProfState state = ProfState::kWaiting;
-  SamplerKind kind = SamplerKind::kNone;
-  std::string reason;
-  SoftwareSampler* software = nullptr;  // created once, never destroyed (frees may race with exit)
-  PmuHarvest* pmu = nullptr;            // pebs or ibs: created once, never destroyed
-
-  bool active = true;  // false: follow nothing, profile nothing (managed mode with a profile in hand)
-  bool restart_requested = false;
-  uint32_t min_period = 1;  // steps with fewer allocations are not profiled
-  std::unique_ptr<ProfileBuilder> builder;
-  std::shared_ptr<const StepProfile> latest;  // the last profile completed
-  uint64_t completed = 0;
-  uint64_t relocks_seen = ~uint64_t{0};
-  int64_t structure_first_step = -1;
-  int64_t first_step = -1;
-  uint32_t period = 0;
-
-  bool phase_open = false;
-  uint32_t phase_step = 0;  // step (relative) and phase the armed windows count for
-  uint32_t phase = 0;
-  uint64_t last_arm_ns = 0;
-  uint64_t arm_cost_ns = 0;
-  uint64_t last_rearm_ns = 0;  // software sampler: the last rearm() of the open phase (passes)
-  uint64_t rearm_cost_ns = 0;
-  // How long each phase lasted in the last step seen (the step repeats, so this is the forecast).
-  std::vector<uint64_t> phase_forecast_ns;
-  int64_t prev_step = -1;
-  uint32_t prev_event = 0;
-  uint64_t prev_time_ns = 0;
-  // Whether the steps have settled (settled_step): live object bytes at the start of the step in progress
-  // and of the one before, and the highest live bytes of the one before.
-  uint64_t step_start_bytes = 0, prev_start_bytes = 0, step_peak_bytes = 0, prev_peak_bytes = 0;
-  bool have_prev_step_bytes = false;
-  // The step (and structure: relocks) each live object was born in, and whether the step in progress / the
-  // one before freed an object born two or more steps before (settled_step). Objects alive when following
-  // resumed (profiler_set_active) count as old.
-  struct Birth {
-    uint64_t relocks = 0;
-    int64_t step = -1;
-  };
-  std::unordered_map<uint64_t, Birth> born_in;
-  bool births_need_seeding = false;
-  bool step_freed_older = false, prev_step_freed_older = false;
-  std::vector<Armed> armed;  // sorted by start (PMU samples without a clock are looked up in it)
-  int64_t window_first_step = -1;  // the emulated PMU's window (pmu_harvest.h), -1 while none is open
-  std::unordered_map<uint32_t, WindowCounts> last_counts;
-
-  uint64_t samples = 0;
-  uint64_t profiles_written = 0;
-  uint64_t restarts = 0;
-  uint32_t profiled_steps = 0;
-  int64_t last_profile_first_step = -1;
-  // The tags of the first profiled step, by event: every later profiled step must allocate the same at
-  // the same events, or it is not the same step (an odd last batch, an evaluation pass) and averaging it in
-  // would shift births by an event. Restarts for it are bounded (kMaxDeviationRestarts).
-  std::vector<uint64_t> profiled_tags;
-  uint32_t deviation_restarts = 0;
-};
-
-Profiler* g_profiler = nullptr;
-std::atomic<bool> g_sampling_active{false};
-
 bool sampling_kind(SamplerKind k) { return k == SamplerKind::kSoftware || k == SamplerKind::kPebs || k == SamplerKind::kIbs; }
 
 std::string program_command_line() {
@@ -119,118 +47,6 @@ std::string program_command_line() {
   for (ssize_t i = 0; i < n; ++i) cmd.push_back(buf[i] == '\0' ? ' ' : buf[i]);
   while (!cmd.empty() && cmd.back() == ' ') cmd.pop_back();
   return cmd;
-}
-
-void harvest(Profiler& p) {
-  if (!p.phase_open || !p.builder) return;
-  if (p.kind == SamplerKind::kSoftware) {
-    for (const Armed& a : p.armed) {
-      const WindowCounts c = p.software->counts(a.slot, 0);
-      WindowCounts& prev = p.last_counts[a.slot];
-      const uint64_t armed = c.armed - prev.armed;
-      const uint64_t touched = c.touched - prev.touched;
-      const uint64_t written = c.written - prev.written;
-      const uint64_t dirtied = c.dirtied - prev.dirtied;
-      prev = c;
-      if (armed == 0 || touched == 0) continue;
-      // A window stands for the whole object (DNN kernels stream whole tensors), and each touch is a
-      // pass over it (the window is protected again during the phase, software_sampler.h "Passes"):
-      // the estimate is the object's cache lines once per pass, split by how each pass began, and once
-      // more as write-backs per pass that wrote it.
-      const double lines = static_cast<double>(a.size) / kCacheLine;
-      const double wpasses = static_cast<double>(written) / armed;
-      const double rpasses = static_cast<double>(touched - written) / armed;
-      const double dpasses = static_cast<double>(dirtied) / armed;
-      p.builder->on_access(a.key, p.phase_step, p.phase, static_cast<uint64_t>(lines * rpasses),
-                           static_cast<uint64_t>(lines * wpasses), static_cast<uint64_t>(lines * dpasses));
-      p.samples += touched;
-    }
-  } else if (p.pmu != nullptr) {
-    p.pmu->harvest(*p.builder,
-                   [&](uint64_t addr, uint64_t* key) {
-                     auto it = std::upper_bound(p.armed.begin(), p.armed.end(), addr,
-                                                [](uint64_t x, const Armed& a) { return x < a.start; });
-                     if (it == p.armed.begin()) return false;
-                     --it;
-                     if (addr >= it->start + it->size) return false;
-                     *key = it->key;
-                     return true;
-                   },
-                   p.phase_step, p.phase);
-  }
-}
-
-// Arms the sampler for the phase that begins, over the objects alive now.
-void arm(Profiler& p, const LiveObjects& live, uint32_t step_rel, uint32_t phase) {
-  if (p.pmu != nullptr) p.pmu->attach_new_threads(now_ns());
-  p.armed.clear();
-  for (const auto& [key, o] : live) {
-    const uint32_t slot = static_cast<uint32_t>(key >> 32);
-    const ObjectRecord& r = g_state.heap.record(slot);
-    const uint64_t ticket = p.software != nullptr ? p.software->release_ticket(slot) : kNoReleaseTicket;
-    // Skip objects freed since the event we are processing: their extent may already be reused.
-    if (r.state.load(std::memory_order_acquire) != ExtentState::kLive ||
-        r.generation != static_cast<uint32_t>(key)) {
-      continue;
-    }
-    if (slot >= kMaxSampledSlots) continue;
-    // A thread's alternate signal stack must stay writable, or no signal can be delivered to it.
-    if (alt_stack_overlaps(r.start, o.size)) continue;
-    p.armed.push_back(Armed{slot, key, o.size, r.start, ticket});
-  }
-  std::sort(p.armed.begin(), p.armed.end(), [](const Armed& a, const Armed& b) { return a.start < b.start; });
-  if (p.kind == SamplerKind::kSoftware) {
-    std::vector<SampleRegion> regions;
-    regions.reserve(p.armed.size());
-    for (const Armed& a : p.armed) regions.push_back(SampleRegion{a.start, a.size, a.slot, a.release_ticket});
-    p.software->arm(regions, 0);
-  }
-  p.phase_step = step_rel;
-  p.phase = phase;
-  p.phase_open = true;
-  p.last_rearm_ns = now_ns();
-}
-
-void stop_sampling(Profiler& p) {
-  if (!g_sampling_active.load(std::memory_order_relaxed)) return;
-  harvest(p);
-  if (p.software != nullptr && p.kind == SamplerKind::kSoftware) {
-    p.software->disarm();
-    const SoftwareSamplerStats st = p.software->stats();
-    log_write(LogLevel::kDebug, ("software sampler: " + std::to_string(st.arms) + " arms, " +
-                                 std::to_string(st.windows_armed) + " windows, " + std::to_string(st.faults_claimed) +
-                                 " faults claimed, " + std::to_string(st.skipped_small + st.skipped_range + st.skipped_capacity) +
-                                 " regions skipped, " + std::to_string(st.mprotect_failures) + " mprotect failures")
-                                    .c_str());
-    p.software->stop();
-  }
-  if (p.pmu != nullptr && p.kind != SamplerKind::kSoftware) p.pmu->stop();
-  g_sampling_active.store(false, std::memory_order_release);
-  p.phase_open = false;
-  p.armed.clear();
-  p.window_first_step = -1;
-}
-
-bool start_sampling(Profiler& p) {
-  std::string error;
-  if (p.kind == SamplerKind::kSoftware) {
-    SoftwareSamplerOptions opt;
-    opt.max_slots = kMaxSampledSlots;
-    opt.max_phases = 1;  // the profiler harvests and re-arms at every phase boundary
-    opt.max_windows = 8192;
-    if (!p.software->start(opt, &error)) {
-        log_write(LogLevel::kError, ("software sampler cannot start: " + error).c_str());
-      return false;
-    }
-  } else if (p.pmu != nullptr) {
-    if (!p.pmu->start(&error)) {
-      log_write(LogLevel::kError, ("PMU sampler cannot start: " + error).c_str());
-      return false;
-    }
-  }
-  p.last_counts.clear();
-  g_sampling_active.store(true, std::memory_order_release);
-  return true;
 }
 
 // The profile is complete: kept for the manager, and written out where the configuration asks for a file.
@@ -485,7 +301,7 @@ void profiler_init() noexcept {
       p->kind = SamplerKind::kNone;
       p->reason = "SENTINEL_SAMPLER=none: lifetimes and phase times only";
     } else {
-      const SamplerChoice choice = choose_sampler(sampler_setting_name(c.sampler), pmu_options, real_perf_os(), sources);
+      const SamplerChoice choice = choose_sampler(sampler_setting_name(c.sampler), pmu_options, sources);
       p->kind = choice.kind;
       p->reason = choice.reason;
       if (choice.kind == SamplerKind::kPebs || choice.kind == SamplerKind::kIbs) {
@@ -515,31 +331,6 @@ void profiler_on_event(const ObjectEvent& e, const LiveObjects& live) noexcept {
     }
   } catch (...) {
     // Out of memory in the service thread: profiling is lost, the program is not.
-  }
-}
-
-uint64_t profiler_tick() noexcept {
-  // Shortest interval between two rearms, and how much of the service thread's time they may take:
-  // a pass over a tensor of a few MiB takes a few hundred microseconds, so two passes seldom fall
-  // between two rearms; each rearm costs an mprotect (a TLB shootdown) per touched window.
-  constexpr uint64_t kMinIntervalNs = 50'000;
-  constexpr uint64_t kCostFactor = 4;
-  if (g_profiler == nullptr || !g_sampling_active.load(std::memory_order_acquire)) return 0;
-  try {
-    std::lock_guard<std::mutex> lock(g_profiler->mu);
-    Profiler& p = *g_profiler;
-    if (p.kind != SamplerKind::kSoftware || !p.phase_open || p.state != ProfState::kProfiling) return 0;
-    const uint64_t interval = std::max(kMinIntervalNs, kCostFactor * p.rearm_cost_ns);
-    const uint64_t now = now_ns();
-    if (now - p.last_rearm_ns >= interval) {
-      p.software->rearm();
-      p.last_rearm_ns = now_ns();
-      p.rearm_cost_ns = p.last_rearm_ns - now;
-      return interval;
-    }
-    return interval - (now - p.last_rearm_ns);
-  } catch (...) {
-    return 0;
   }
 }
 
@@ -580,24 +371,6 @@ std::shared_ptr<const StepProfile> profiler_completed(uint64_t* count) noexcept 
   std::lock_guard<std::mutex> lock(g_profiler->mu);
   *count = g_profiler->completed;
   return g_profiler->latest;
-}
-
-void profiler_on_free(uint32_t slot) noexcept {
-  if (!g_sampling_active.load(std::memory_order_acquire) || g_profiler == nullptr) return;
-  if (g_profiler->kind == SamplerKind::kSoftware) g_profiler->software->release(slot);
-}
-
-void profiler_unprotect_io(const void* addr, size_t len) noexcept {
-  if (addr == nullptr || len == 0 || !g_sampling_active.load(std::memory_order_acquire) || g_profiler == nullptr) return;
-  if (g_profiler->kind != SamplerKind::kSoftware || g_profiler->software->armed_now() == 0) return;
-  // Never waits for the sampler's lock: this may run in a signal handler (see unprotect_for_io).
-  g_profiler->software->unprotect_for_io(reinterpret_cast<uintptr_t>(addr), len);
-}
-
-void profiler_fork_child() noexcept {
-  g_sampling_active.store(false, std::memory_order_relaxed);
-  // The emulated PMU's ring is not inherited (MADV_DONTFORK): nothing may write its step-clock word.
-  g_state.step_clock_mirror = nullptr;
 }
 
 void profiler_at_exit() noexcept {

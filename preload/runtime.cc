@@ -7,7 +7,7 @@
 
 #include "core/hash.h"
 #include "core/text_buf.h"
-#include "migrate/futex.h"
+#include "os/futex.h"
 #include "os/measure_clock.h"
 #include "migration.h"
 #include "object_path.h"
@@ -315,7 +315,7 @@ bool thread_inside_sentinel() noexcept { return ReentrancyGuard::inside(); }
 
 void wake_service() noexcept {
   g_state.service_wake.fetch_add(1, std::memory_order_release);
-  migrate::futex_wake(&g_state.service_wake, 1);
+  os::futex_wake(&g_state.service_wake, 1);
 }
 
 void* malloc_object(size_t size) noexcept {

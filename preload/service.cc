@@ -11,7 +11,7 @@
 
 #include "logging.h"
 #include "manager.h"
-#include "migrate/futex.h"
+#include "os/futex.h"
 #include "profiler.h"
 #include "runtime.h"
 #include "runtime_state.h"
@@ -95,7 +95,7 @@ void* service_main(void*) {
     flush_deferred();
     recover_dead_ranks();
     const uint64_t tick_ns = profiler_tick();
-    migrate::futex_wait(&g_state.service_wake, seen,
+    os::futex_wait(&g_state.service_wake, seen,
                         tick_ns != 0 ? std::chrono::nanoseconds(tick_ns) : std::chrono::nanoseconds(100'000'000));
   }
   return nullptr;

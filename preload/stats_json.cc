@@ -183,7 +183,7 @@ bool write_stats_json(const char* path, std::string* error) noexcept {
     if (s.config.mode == Mode::kProfile || s.config.mode == Mode::kManaged) add_profiler(j);
     add_placement(j, s);
     if (s.config.mode == Mode::kManaged) add_managed(j, s);
-    return write_file_replacing(path, j.dump(2) + "\n", error);
+    return status_to_error(write_file_replacing(path, j.dump(2) + "\n"), error);
   } catch (const std::exception& e) {
     *error = e.what();
     return false;
@@ -200,7 +200,7 @@ bool write_event_trace(const char* path, std::string* error) noexcept {
                     static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(size), small_before);
       text += line;
     });
-    return write_file_replacing(path, text, error);
+    return status_to_error(write_file_replacing(path, text), error);
   } catch (const std::exception& e) {
     *error = e.what();
     return false;

@@ -289,12 +289,14 @@ void put_value_escaped(TextBuf& msg, const char* value) {
   }
 }
 
-void invalid(char* error, size_t cap, const char* var, const char* value, const char* accepted) {
-  TextBuf msg(error, cap);
-  msg.put("sentinel: invalid ").put(var).put("='");
+Status invalid(const char* var, const char* value, const char* accepted) {
+  char text[Status::kCapacity];
+  TextBuf msg(text, sizeof text);
+  msg.put(var).put("='");
   put_value_escaped(msg, value);
   msg.put("': accepted ").put(accepted);
   msg.put("; running as a pass-through allocator");
+  return Status::error("sentinel: invalid ").append(text);
 }
 
 }  // namespace
@@ -333,24 +335,20 @@ const char* log_level_name(LogLevel l) noexcept {
   return "?";
 }
 
-bool parse_config(EnvLookup lookup, void* ctx, Config* out, char* error, size_t cap) noexcept {
+Status parse_config(EnvLookup lookup, void* ctx, Config* out) noexcept {
   Config c;
   for (const Entry& e : kEntries) {
     const char* value = lookup(e.var.name, ctx);
     if (value == nullptr) continue;
     Parser p(value);
     e.parse(p, c);
-    if (!p.ok()) {
-      invalid(error, cap, e.var.name, value, e.var.values);
-      return false;
-    }
+    if (!p.ok()) return invalid(e.var.name, value, e.var.values);
   }
   *out = c;
-  return true;
+  return Status::ok();
 }
 
-bool resolve_output_paths(Config* c, const ProcessIdentity& id, uint64_t start_time, OutputClaims* claims,
-                          char* error, size_t cap) noexcept {
+Status resolve_output_paths(Config* c, const ProcessIdentity& id, uint64_t start_time, OutputClaims* claims) noexcept {
   struct OutputVariable {
     const char* name;
     char* path;
@@ -368,12 +366,11 @@ bool resolve_output_paths(Config* c, const ProcessIdentity& id, uint64_t start_t
     const char* why = nullptr;
     if (!resolve_output_path(v.name, v.path, Config::kPathMax, id, start_time, claims, c->output_note,
                              sizeof c->output_note, &why)) {
-      TextBuf msg(error, cap);
-      msg.put("sentinel: ").put(v.name).put(": ").put(why).put("; running as a pass-through allocator");
-      return false;
+      return Status::error("sentinel: ").append(v.name).append(": ").append(why).append(
+          "; running as a pass-through allocator");
     }
   }
-  return true;
+  return Status::ok();
 }
 
 namespace {
@@ -381,18 +378,16 @@ namespace {
 constinit OutputClaims g_claims("/dev/shm");
 }  // namespace
 
-bool resolve_output_paths_of_this_process(Config* c, char* error, size_t cap) noexcept {
+Status resolve_output_paths_of_this_process(Config* c) noexcept {
   const ProcessIdentity id = current_identity();
-  return resolve_output_paths(c, id, process_start_time(static_cast<pid_t>(id.pid)), &g_claims, error, cap);
+  return resolve_output_paths(c, id, process_start_time(static_cast<pid_t>(id.pid)), &g_claims);
 }
 
 void release_output_claims() noexcept { g_claims.release_all(getpid()); }
 
 static const char* environ_lookup(const char* name, void*) { return env_get(name); }
 
-bool parse_config_from_environ(Config* out, char* error, size_t cap) noexcept {
-  return parse_config(environ_lookup, nullptr, out, error, cap);
-}
+Status parse_config_from_environ(Config* out) noexcept { return parse_config(environ_lookup, nullptr, out); }
 
 bool find_unknown_variable(char* warning, size_t cap) noexcept {
   bool found = false;

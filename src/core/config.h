@@ -6,8 +6,8 @@
 //
 // parse_config never allocates: it runs in the runtime's initialise(), from libsentinel's constructor
 // (preload/override.cc), before Sentinel's allocator is set up, where an allocation would re-enter it. On the first invalid
-// value it stops and fills `error` with one line naming the variable, the value and what is accepted;
-// the caller then runs as a pure pass-through allocator.
+// value it stops and returns a failed Status (core/status.h) whose message is one line naming the variable,
+// the value and what is accepted; the caller then runs as a pure pass-through allocator.
 #pragma once
 
 #include <cstddef>
@@ -15,6 +15,7 @@
 
 #include "core/budget_spec.h"
 #include "core/output_path.h"
+#include "core/status.h"
 
 namespace sentinel {
 
@@ -102,24 +103,24 @@ const ConfigVariable& config_variable(size_t i) noexcept;
 // Looks a variable up; returns nullptr when it is not set.
 using EnvLookup = const char* (*)(const char* name, void* ctx);
 
-// Fills *out from the environment seen through `lookup`. Returns false and writes a one-line message
-// (no trailing newline) into error[0..error_cap) on the first invalid value.
-bool parse_config(EnvLookup lookup, void* ctx, Config* out, char* error, size_t error_cap) noexcept;
+// Fills *out from the environment seen through `lookup`. On the first invalid value, a failure whose
+// message is one line (no trailing newline); *out is then unchanged.
+Status parse_config(EnvLookup lookup, void* ctx, Config* out) noexcept;
 
 // The same over the process environment.
-bool parse_config_from_environ(Config* out, char* error, size_t error_cap) noexcept;
+Status parse_config_from_environ(Config* out) noexcept;
 
 // Resolves the output path variables (SENTINEL_LOG_FILE, SENTINEL_STATS, SENTINEL_TRACE,
 // SENTINEL_PROFILE_OUT when a profile is written, SENTINEL_TIMELINE) for the process `id` started at
 // `start_time`, with the patterns and the rule of core/output_path.h; claims go to `claims` (may be
-// null). Notes go to out->output_note. False with a one-line error on the first path that cannot be
+// null). Notes go to out->output_note. A failure with a one-line message on the first path that cannot be
 // resolved. Makes system calls (claims): call it once, at start-up, outside the allocation path.
-bool resolve_output_paths(Config* out, const ProcessIdentity& id, uint64_t start_time, OutputClaims* claims,
-                          char* error, size_t error_cap) noexcept;
+Status resolve_output_paths(Config* out, const ProcessIdentity& id, uint64_t start_time,
+                            OutputClaims* claims) noexcept;
 
 // resolve_output_paths for this process, claiming in /dev/shm; release_output_claims() removes this
 // process's claims at its exit.
-bool resolve_output_paths_of_this_process(Config* out, char* error, size_t error_cap) noexcept;
+Status resolve_output_paths_of_this_process(Config* out) noexcept;
 void release_output_claims() noexcept;
 
 // Reports the first SENTINEL_* variable in the environment that Sentinel does not know (a likely typo),

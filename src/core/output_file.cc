@@ -12,9 +12,8 @@
 namespace sentinel {
 namespace {
 
-bool fail(std::string* error, const std::string& what, int err) {
-  if (error != nullptr) *error = what + ": " + std::strerror(err);
-  return false;
+Status fail(const std::string& what, int err) {
+  return Status::error("", err).append(what.c_str()).append(": ").append(std::strerror(err));
 }
 
 // "<dir>/.<base>.<16 hex digits>.tmp": hidden, in the target's directory (rename stays within one
@@ -37,22 +36,22 @@ std::string temp_name_for(const std::string& path) {
 
 OutputFile::~OutputFile() { abandon(); }
 
-bool OutputFile::open(const std::string& path, std::string* error) {
+Status OutputFile::open(const std::string& path) {
   abandon();
-  if (path.empty() || path.back() == '/') return fail(error, "'" + path + "'", EISDIR);
+  if (path.empty() || path.back() == '/') return fail("'" + path + "'", EISDIR);
   path_ = path;
   for (int attempt = 0; attempt < 64; ++attempt) {
     temp_path_ = temp_name_for(path);
     fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, kOutputFileMode);
     if (fd_ >= 0) {
       write_errno_ = 0;
-      return true;
+      return Status::ok();
     }
     if (errno != EEXIST) break;
   }
   const int err = errno;
   temp_path_.clear();
-  return fail(error, "cannot create a temporary file next to '" + path + "'", err);
+  return fail("cannot create a temporary file next to '" + path + "'", err);
 }
 
 bool OutputFile::write(std::string_view bytes) {
@@ -73,8 +72,8 @@ bool OutputFile::write(std::string_view bytes) {
   return true;
 }
 
-bool OutputFile::commit(std::string* error) {
-  if (fd_ < 0) return fail(error, "'" + path_ + "'", EBADF);
+Status OutputFile::commit() {
+  if (fd_ < 0) return fail("'" + path_ + "'", EBADF);
   int err = write_errno_;
   std::string what = "cannot write '" + temp_path_ + "'";
   if (err == 0 && ::fsync(fd_) != 0 && errno != EINVAL) {  // EINVAL: a file system without fsync
@@ -89,10 +88,10 @@ bool OutputFile::commit(std::string* error) {
   if (err != 0) {
     ::unlink(temp_path_.c_str());
     temp_path_.clear();
-    return fail(error, what, err);
+    return fail(what, err);
   }
   temp_path_.clear();
-  return true;
+  return Status::ok();
 }
 
 void OutputFile::abandon() {
@@ -120,30 +119,30 @@ int OutputFileBuffer::sync() {
   return ok ? 0 : -1;
 }
 
-bool OutputFileStream::open(const std::string& path, std::string* error) {
+Status OutputFileStream::open(const std::string& path) {
   clear();
   discard();
-  if (file_.open(path, error)) return true;
-  setstate(std::ios::badbit);
-  return false;
+  const Status opened = file_.open(path);
+  if (!opened.is_ok()) setstate(std::ios::badbit);
+  return opened;
 }
 
-bool OutputFileStream::commit(std::string* error) {
+Status OutputFileStream::commit() {
   flush();  // a failed write is remembered by file_, which then refuses to commit
-  return file_.commit(error);
+  return file_.commit();
 }
 
-bool write_file_replacing(const std::string& path, std::string_view contents, std::string* error) {
+Status write_file_replacing(const std::string& path, std::string_view contents) {
   OutputFile file;
-  if (!file.open(path, error)) return false;
+  if (const Status opened = file.open(path); !opened.is_ok()) return opened;
   file.write(contents);
-  return file.commit(error);
+  return file.commit();
 }
 
-int open_append_no_follow(const std::string& path, std::string* error) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, kOutputFileMode);
-  if (fd < 0) fail(error, "cannot open '" + path + "' for appending", errno);
-  return fd;
+Status open_append_no_follow(const std::string& path, int* fd) {
+  *fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, kOutputFileMode);
+  if (*fd < 0) return fail("cannot open '" + path + "' for appending", errno);
+  return Status::ok();
 }
 
 }  // namespace sentinel

@@ -10,6 +10,11 @@
 // - Files are created with mode 0600 (kOutputFileMode): they describe the memory of someone else's
 //   training job (sizes, call sites, timings), so no one but the owner may read them; chmod widens.
 //
+// Errors: the functions that can fail return a Status (core/status.h) whose message names the path and
+// the reason ("cannot create a temporary file next to '<path>': No such file or directory"), with the
+// errno. The forms with a std::string* out-parameter are adapters over them, kept for the callers not
+// moved yet (the tests, src/plan/plan_io.cc).
+//
 // Thread safety: an OutputFile is used by one thread at a time. The functions allocate (the temporary
 // name), so they never run on the allocation path.
 #pragma once
@@ -21,9 +26,17 @@
 #include <string>
 #include <string_view>
 
+#include "core/status.h"
+
 namespace sentinel {
 
 inline constexpr mode_t kOutputFileMode = 0600;
+
+// The adapter to the older convention: true for ok, else false with the message in *error (if not null).
+inline bool status_to_error(const Status& s, std::string* error) {
+  if (!s.is_ok() && error != nullptr) *error = s.message();
+  return s.is_ok();
+}
 
 class OutputFile {
  public:
@@ -33,14 +46,16 @@ class OutputFile {
   // Removes the temporary file if commit() did not run: the target keeps its old contents.
   ~OutputFile();
 
-  // Creates the temporary file next to `path`. False (with *error naming the path and errno) if the
+  // Creates the temporary file next to `path`. A failure (naming the path, with the errno) if the
   // directory does not exist or is not writable.
-  bool open(const std::string& path, std::string* error);
-  // Appends bytes; false on a write error (the file stays uncommitted).
+  Status open(const std::string& path);
+  bool open(const std::string& path, std::string* error) { return status_to_error(open(path), error); }
+  // Appends bytes; false on a write error (the file stays uncommitted; commit() reports it).
   bool write(std::string_view bytes);
-  // Flushes to disk and renames onto the target. False (temporary file removed) on any failure or
+  // Flushes to disk and renames onto the target. A failure (temporary file removed) on any failure or
   // after an earlier write error.
-  bool commit(std::string* error);
+  Status commit();
+  bool commit(std::string* error) { return status_to_error(commit(), error); }
   // Removes the temporary file; the target is untouched.
   void abandon();
 
@@ -72,9 +87,11 @@ class OutputFileBuffer : public std::streambuf {
 class OutputFileStream : private OutputFileBuffer, public std::ostream {
  public:
   OutputFileStream() : std::ostream(static_cast<OutputFileBuffer*>(this)) {}
-  bool open(const std::string& path, std::string* error);
+  Status open(const std::string& path);
+  bool open(const std::string& path, std::string* error) { return status_to_error(open(path), error); }
   // Flushes, then OutputFile::commit.
-  bool commit(std::string* error);
+  Status commit();
+  bool commit(std::string* error) { return status_to_error(commit(), error); }
   // Removes the temporary file; the target is untouched.
   void abandon() {
     discard();
@@ -84,11 +101,19 @@ class OutputFileStream : private OutputFileBuffer, public std::ostream {
 };
 
 // The whole file in one call: open, write, commit.
-bool write_file_replacing(const std::string& path, std::string_view contents, std::string* error);
+Status write_file_replacing(const std::string& path, std::string_view contents);
+inline bool write_file_replacing(const std::string& path, std::string_view contents, std::string* error) {
+  return status_to_error(write_file_replacing(path, contents), error);
+}
 
 // Opens `path` for appending (a log that outlives runs cannot be renamed into place): O_APPEND,
-// O_NOFOLLOW (a symlink at `path` is refused with ELOOP), created 0600. Returns the descriptor
-// (close-on-exec) or -1 with *error set.
-int open_append_no_follow(const std::string& path, std::string* error);
+// O_NOFOLLOW (a symlink at `path` is refused with ELOOP), created 0600. Sets *fd to the descriptor
+// (close-on-exec), or to -1 with a failure.
+Status open_append_no_follow(const std::string& path, int* fd);
+inline int open_append_no_follow(const std::string& path, std::string* error) {
+  int fd = -1;
+  status_to_error(open_append_no_follow(path, &fd), error);
+  return fd;
+}
 
 }  // namespace sentinel

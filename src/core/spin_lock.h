@@ -1,58 +1,14 @@
-// A tiny test-and-test-and-set lock for critical sections of a few dozen instructions on the allocation
-// path. It never allocates and never sleeps in the kernel, so it is safe inside malloc and across fork
-// (the owner re-initialises it in the child).
+// The spin lock of core and the runtime is os/spin_lock.h's (one lock for the whole code base: migrate/
+// may not include core). These names keep the includes of core/ and preload/ unchanged.
 //
-// Waiting: a waiter spins (pause) for kSpins rounds, then gives its CPU away with sched_yield() between
-// looks. With more runnable threads than CPUs the holder may be preempted inside its few instructions; a
-// waiter that only spun would then burn its whole time slice while the holder waits for a CPU (a convoy:
-// bench/preload's mt_large case, 8 threads on 2 CPUs). Yielding lets the holder finish.
-//
-// REQUIRES: no system call, no allocation and no call out of Sentinel while it is held.
+// Thread safety and invariants: as os/spin_lock.h states.
 #pragma once
 
-#include <sched.h>
-
-#include <atomic>
+#include "os/spin_lock.h"
 
 namespace sentinel {
 
-class SpinLock {
- public:
-  constexpr SpinLock() = default;
-  SpinLock(const SpinLock&) = delete;
-  SpinLock& operator=(const SpinLock&) = delete;
-
-  static constexpr int kSpins = 128;
-
-  void lock() noexcept {
-    while (locked_.exchange(true, std::memory_order_acquire)) {
-      for (int spins = 0; locked_.load(std::memory_order_relaxed); ++spins) {
-        if (spins < kSpins) {
-          __builtin_ia32_pause();
-        } else {
-          sched_yield();
-        }
-      }
-    }
-  }
-  bool try_lock() noexcept { return !locked_.exchange(true, std::memory_order_acquire); }
-  void unlock() noexcept { locked_.store(false, std::memory_order_release); }
-  // Only for the child after fork(), where the thread that held it no longer exists.
-  void reset_after_fork() noexcept { locked_.store(false, std::memory_order_relaxed); }
-
- private:
-  std::atomic<bool> locked_{false};
-};
-
-class SpinGuard {
- public:
-  explicit SpinGuard(SpinLock& l) noexcept : lock_(l) { lock_.lock(); }
-  ~SpinGuard() { lock_.unlock(); }
-  SpinGuard(const SpinGuard&) = delete;
-  SpinGuard& operator=(const SpinGuard&) = delete;
-
- private:
-  SpinLock& lock_;
-};
+using os::SpinGuard;
+using os::SpinLock;
 
 }  // namespace sentinel

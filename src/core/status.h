@@ -8,6 +8,11 @@
 // own fixed buffer (kCapacity bytes; text past it is cut, and truncated() says so). Copies are plain
 // copies. Functions that return one are marked [[nodiscard]] by the type.
 //
+// kCapacity is 1 KiB: the longest messages Sentinel builds fit whole (a configuration error quotes the
+// value, escaped, and every accepted value: under 400 bytes; an output file's rename failure names the
+// temporary and the target path: whole while the path is under about 480 bytes). A Status is returned at
+// start-up, on the service thread and by the command-line tool, never per allocation.
+//
 // Where the older conventions (bool with a char*/std::string/const char** out-parameter) remain, they are
 // adapters over a Status function, kept for callers not moved yet; new code returns Status.
 //
@@ -20,7 +25,7 @@ namespace sentinel {
 
 class [[nodiscard]] Status {
  public:
-  static constexpr size_t kCapacity = 256;
+  static constexpr size_t kCapacity = 1024;
 
   constexpr Status() noexcept = default;  // ok
   static constexpr Status ok() noexcept { return Status(); }

@@ -9,7 +9,7 @@
 
 #include "migrate/engine.h"
 #include "migrate/engine_internal.h"
-#include "migrate/futex.h"
+#include "os/futex.h"
 
 namespace sentinel::migrate {
 
@@ -40,7 +40,7 @@ const char* to_string(FailReason r) {
 
 static bool terminal(State s) { return s == State::kDone || s == State::kFailed || s == State::kCancelled; }
 
-Engine::Engine(const EngineConfig& config) : config_(config), lock_(new SpinLock) {
+Engine::Engine(const EngineConfig& config) : config_(config) {
   if (config_.queue_capacity == 0) config_.queue_capacity = 1;
   if (config_.queue_capacity > (size_t{1} << 20)) config_.queue_capacity = size_t{1} << 20;
   if (config_.chunk_pages == 0) config_.chunk_pages = 1;
@@ -112,7 +112,7 @@ bool Engine::start(std::string* error) {
   }
   stop_.store(false);
   {
-    std::lock_guard<SpinLock> g(*lock_);
+    std::lock_guard<os::SpinLock> g(lock_);
     accepting_ = true;
   }
   // The engine thread must never run a signal handler of the program (it may hold no locks the
@@ -124,7 +124,7 @@ bool Engine::start(std::string* error) {
   int rc = pthread_create(&t, nullptr, &Engine::thread_entry, this);
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   if (rc != 0) {
-    std::lock_guard<SpinLock> g(*lock_);
+    std::lock_guard<os::SpinLock> g(lock_);
     accepting_ = false;
     *error = std::string("pthread_create: ") + std::strerror(rc);
     return false;
@@ -142,13 +142,13 @@ void* Engine::thread_entry(void* self) {
 
 void Engine::stop() {
   {
-    std::lock_guard<SpinLock> g(*lock_);
+    std::lock_guard<os::SpinLock> g(lock_);
     accepting_ = false;
   }
   if (thread_started_.load()) {
     stop_.store(true);
     doorbell_.fetch_add(1);
-    futex_wake(&doorbell_, 1);
+    os::futex_wake(&doorbell_, 1);
     pthread_join(static_cast<pthread_t>(thread_), nullptr);
     thread_started_.store(false);
   }
@@ -157,7 +157,7 @@ void Engine::stop() {
   for (;;) {
     uint32_t i = kNil;
     {
-      std::lock_guard<SpinLock> g(*lock_);
+      std::lock_guard<os::SpinLock> g(lock_);
       for (int p = 0; p < kNumPriorities && i == kNil; ++p) i = head_[p];
       if (i == kNil) break;
       unlink_queue(i);
@@ -176,7 +176,7 @@ Ticket Engine::enqueue(uint64_t object_id, uint64_t generation, void* addr, size
   if (addr == nullptr || len == 0 || static_cast<int>(priority) >= kNumPriorities) return Ticket{};
   uint64_t value;
   {
-    std::lock_guard<SpinLock> g(*lock_);
+    std::lock_guard<os::SpinLock> g(lock_);
     if (!accepting_ || free_head_ == kNil) {
       stats_.queue_full.fetch_add(1, std::memory_order_relaxed);
       return Ticket{};
@@ -203,7 +203,7 @@ Ticket Engine::enqueue(uint64_t object_id, uint64_t generation, void* addr, size
   }
   stats_.enqueued.fetch_add(1, std::memory_order_relaxed);
   doorbell_.fetch_add(1);
-  if (worker_sleeping_.load()) futex_wake(&doorbell_, 1);
+  if (worker_sleeping_.load()) os::futex_wake(&doorbell_, 1);
   return Ticket{value};
 }
 
@@ -216,7 +216,7 @@ Engine::Slot* Engine::slot_for(Ticket t) const {
 State Engine::query(Ticket t, MoveResult* result) const {
   Slot* s = slot_for(t);
   if (s == nullptr) return State::kUnknown;
-  std::lock_guard<SpinLock> g(*lock_);
+  std::lock_guard<os::SpinLock> g(lock_);
   if (s->seq != static_cast<uint32_t>(t.value >> 32)) return State::kUnknown;  // slot reused since
   if (result != nullptr) *result = s->result;
   return s->state;
@@ -232,7 +232,7 @@ State Engine::wait(Ticket t, std::chrono::nanoseconds timeout, MoveResult* resul
     if (st == State::kUnknown || terminal(st)) break;
     auto left = deadline - std::chrono::steady_clock::now();
     if (left <= std::chrono::nanoseconds::zero()) break;
-    futex_wait(&completions_, seen, std::chrono::duration_cast<std::chrono::nanoseconds>(left));
+    os::futex_wait(&completions_, seen, std::chrono::duration_cast<std::chrono::nanoseconds>(left));
   }
   waiters_.fetch_sub(1);
   return st;
@@ -240,13 +240,13 @@ State Engine::wait(Ticket t, std::chrono::nanoseconds timeout, MoveResult* resul
 
 void Engine::wake_waiters() {
   completions_.fetch_add(1);
-  if (waiters_.load() > 0) futex_wake(&completions_, INT32_MAX);
+  if (waiters_.load() > 0) os::futex_wake(&completions_, INT32_MAX);
 }
 
 CancelResult Engine::cancel(uint64_t object_id, uint64_t generation) {
   bool dropped = false, running = false;
   {
-    std::lock_guard<SpinLock> g(*lock_);
+    std::lock_guard<os::SpinLock> g(lock_);
     for (uint32_t c = buckets_[bucket_of(object_id)]; c != kNil;) {
       uint32_t next = slots_[c].hnext;
       Slot& s = slots_[c];
@@ -277,7 +277,7 @@ void Engine::run() {
     if (stop_.load()) return;
     uint32_t i = kNil;
     {
-      std::lock_guard<SpinLock> g(*lock_);
+      std::lock_guard<os::SpinLock> g(lock_);
       for (int p = 0; p < kNumPriorities && i == kNil; ++p) i = head_[p];
       if (i != kNil) {
         unlink_queue(i);
@@ -296,10 +296,10 @@ void Engine::run() {
     worker_sleeping_.store(true);
     bool empty;
     {
-      std::lock_guard<SpinLock> g(*lock_);
+      std::lock_guard<os::SpinLock> g(lock_);
       empty = queued_ == 0;
     }
-    if (empty && !stop_.load()) futex_wait(&doorbell_, bell, std::chrono::nanoseconds(-1));
+    if (empty && !stop_.load()) os::futex_wait(&doorbell_, bell, std::chrono::nanoseconds(-1));
     worker_sleeping_.store(false);
   }
 }
@@ -308,7 +308,7 @@ void Engine::finish(uint32_t i, const MoveResult& r) {
   Slot& s = slots_[i];
   uint64_t object_id, generation;
   {
-    std::lock_guard<SpinLock> g(*lock_);
+    std::lock_guard<os::SpinLock> g(lock_);
     object_id = s.object_id;
     generation = s.generation;
     s.result = r;
@@ -323,7 +323,7 @@ void Engine::finish(uint32_t i, const MoveResult& r) {
 }
 
 size_t Engine::queued() const {
-  std::lock_guard<SpinLock> g(*lock_);
+  std::lock_guard<os::SpinLock> g(lock_);
   return queued_;
 }
 

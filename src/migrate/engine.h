@@ -46,6 +46,7 @@
 #include <string>
 
 #include "migrate/channel_fit.h"
+#include "os/spin_lock.h"
 
 namespace sentinel::migrate {
 
@@ -168,7 +169,6 @@ class Engine {
     std::atomic<uint64_t> rollbacks{0}, pages_restored{0}, move_ns{0}, late{0};
     ChannelSums channel;
   };
-  class SpinLock;
 
   static void* thread_entry(void* self);
   void run();
@@ -187,7 +187,7 @@ class Engine {
 
   EngineConfig config_;
   std::unique_ptr<Slot[]> slots_;
-  std::unique_ptr<SpinLock> lock_;
+  mutable os::SpinLock lock_;  // held only for a few list operations, never across a system call
   // Guarded by lock_: intrusive FIFO lists of slot indices (kNil terminated).
   uint32_t head_[kNumPriorities], tail_[kNumPriorities];
   uint32_t free_head_, free_tail_;

@@ -47,22 +47,4 @@ struct Engine::Slot {
   std::atomic<bool> cancel_requested{false};
 };
 
-// Test-and-test-and-set spinlock. Held only for a few list operations, never across a system call.
-class Engine::SpinLock {
- public:
-  void lock() {
-    while (flag_.exchange(true, std::memory_order_acquire)) {
-      while (flag_.load(std::memory_order_relaxed)) {
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
-      }
-    }
-  }
-  void unlock() { flag_.store(false, std::memory_order_release); }
-
- private:
-  std::atomic<bool> flag_{false};
-};
-
 }  // namespace sentinel::migrate

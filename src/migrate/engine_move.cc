@@ -1,7 +1,6 @@
 // The page-moving half of the migration engine: runs on the engine thread only, uses the
 // preallocated chunk buffers, allocates nothing.
 #include <numaif.h>
-#include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -12,6 +11,7 @@
 #include "migrate/engine_internal.h"
 #include "os/measure_clock.h"
 #include "os/os.h"
+#include "os/spin_lock.h"
 
 namespace sentinel::migrate {
 
@@ -126,7 +126,7 @@ ChunkOutcome move_chunk(void** pages, int* nodes, int* status, size_t n, int nod
       return out;
     }
     n = again;
-    sched_yield();  // give whoever holds the page (e.g. a pinned I/O or a fault) a moment
+    os::yield_cpu();  // give whoever holds the page (e.g. a pinned I/O or a fault) a moment
   }
 }
 

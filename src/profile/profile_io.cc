@@ -437,8 +437,9 @@ bool write_profile_file(const std::string& path, const StepProfile& p, std::stri
   if (!validate_profile(p, &invalid)) return set_error(error, path + ": refusing to write an invalid profile: " + invalid);
   const std::string text = serialize_profile(p);
   if (text.empty()) return set_error(error, path + ": out of memory while serializing");
-  std::string write_error;
-  if (!write_file_replacing(path, text, &write_error)) return set_error(error, write_error);
+  if (const Status written = write_file_replacing(path, text); !written.is_ok()) {
+    return set_error(error, written.message());
+  }
   return true;
 }
 

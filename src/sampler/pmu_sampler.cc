@@ -1,6 +1,5 @@
 #include "sampler/pmu_sampler.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -13,6 +12,7 @@
 #include <cstring>
 #include <ctime>
 
+#include "os/directory.h"
 #include "os/os.h"
 
 namespace sentinel {
@@ -54,14 +54,6 @@ const char* pmu_source_name(PmuSource source) {
   return source == PmuSource::kEmulated ? "qemu-slowtier" : "perf_event";
 }
 
-PerfOs real_perf_os() {
-  PerfOs os;
-  os.perf_event_open = [](perf_event_attr* attr, pid_t tid, int cpu, int group, unsigned long flags) {
-    return os::perf_event_open(attr, tid, cpu, group, flags);
-  };
-  return os;
-}
-
 std::string explain_perf_errno(int err) {
   std::string why;
   switch (err) {
@@ -80,7 +72,7 @@ std::string explain_perf_errno(int err) {
   return errno_name(err) + " (" + why + ")";
 }
 
-ProbeResult build_pmu_attr(const PmuSamplerOptions& opt, const PerfOs& os, perf_event_attr* attr) {
+ProbeResult build_pmu_attr(const PmuSamplerOptions& opt, perf_event_attr* attr) {
   std::memset(attr, 0, sizeof *attr);
   attr->size = sizeof *attr;
   attr->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_ADDR;
@@ -117,7 +109,7 @@ ProbeResult build_pmu_attr(const PmuSamplerOptions& opt, const PerfOs& os, perf_
     uint32_t type = 0;
     int err = 0;
     std::string reason;
-    if (!read_ibs_op_type(os.sysfs_root, &type, &err, &reason)) return failure(err, reason);
+    if (!read_ibs_op_type(opt.sysfs_pmu_root, &type, &err, &reason)) return failure(err, reason);
     attr->type = type;
     attr->sample_period = ibs_op_period(opt.sample_period);
     attr->sample_type |= PERF_SAMPLE_RAW;  // the address on kernels before 6.2 (see ibs.h)
@@ -137,7 +129,7 @@ struct PmuSampler::Ring {
   RingReader reader;
 };
 
-PmuSampler::PmuSampler(PerfOs os, EmulatedPmuOs emulated_os) : os_(std::move(os)), emulated_os_(std::move(emulated_os)) {
+PmuSampler::PmuSampler(EmulatedPmuOs emulated_os) : emulated_os_(std::move(emulated_os)) {
   page_ = static_cast<size_t>(sysconf(_SC_PAGESIZE));
 }
 PmuSampler::~PmuSampler() { stop(); }
@@ -149,9 +141,9 @@ ProbeResult PmuSampler::probe(const PmuSamplerOptions& opt) {
     return emulated.probe();
   }
   perf_event_attr attr;
-  ProbeResult r = build_pmu_attr(opt, os_, &attr);
+  ProbeResult r = build_pmu_attr(opt, &attr);
   if (!r.ok) return r;
-  const int fd = os_.perf_event_open(&attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+  const int fd = os::perf_event_open(&attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
   if (fd < 0) {
     const int e = errno;
     return failure(e, "perf_event_open: " + explain_perf_errno(e));
@@ -163,7 +155,7 @@ ProbeResult PmuSampler::probe(const PmuSamplerOptions& opt) {
 ProbeResult PmuSampler::open_ring(pid_t tid, std::unique_ptr<Ring>* out) {
   auto ring = std::make_unique<Ring>();
   ring->tid = tid;
-  ring->fd = os_.perf_event_open(&attr_, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+  ring->fd = os::perf_event_open(&attr_, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
   if (ring->fd < 0) {
     const int e = errno;
     return failure(e, "perf_event_open(tid " + std::to_string(tid) + "): " + explain_perf_errno(e));
@@ -216,15 +208,12 @@ ProbeResult PmuSampler::start(const PmuSamplerOptions& opt) {
     started_ = true;
     return r;
   }
-  ProbeResult r = build_pmu_attr(opt, os_, &attr_);
+  ProbeResult r = build_pmu_attr(opt, &attr_);
   if (!r.ok) return r;
-  DIR* dir = opendir("/proc/self/task");
-  if (dir == nullptr) return failure(errno, std::string("/proc/self/task: ") + std::strerror(errno));
   std::vector<pid_t> tids;
-  while (dirent* d = readdir(dir)) {
-    if (d->d_name[0] >= '0' && d->d_name[0] <= '9') tids.push_back(static_cast<pid_t>(std::atoi(d->d_name)));
+  if (os::for_each_thread([&](pid_t tid) { tids.push_back(tid); }) != 0 && tids.empty()) {
+    return failure(errno, std::string("/proc/self/task: ") + std::strerror(errno));
   }
-  closedir(dir);
   for (pid_t tid : tids) {
     std::unique_ptr<Ring> ring;
     ProbeResult o = open_ring(tid, &ring);

@@ -17,9 +17,10 @@
 // ProbeResult with the errno that ruled the sampler out and a human reason, e.g.
 // "perf_event_open: ENOENT (the CPU or hypervisor does not expose this event; no PMU in a VM?)".
 //
-// The OS boundary (perf_event_open, sysfs root) is injectable (PerfOs) so tests can make it fail in
-// each way, or point it at a software perf event to run the real ring-buffer path on machines
-// without a PMU.
+// The kernel boundary is os/os.h's: perf_event_open, the ring's mmap and the sysfs reads go through its
+// table, so tests make them fail in each way by installing a table (or the fault injector), and
+// PmuSamplerOptions::sysfs_pmu_root points the PMU lookup at a fake tree. Tests may also use a software
+// perf event to run the real ring-buffer path on machines without a PMU.
 //
 // Thread safety: all member functions are serialized by an internal mutex; attach_thread() may be
 // called from any thread while another drains. Not async-signal-safe.
@@ -50,13 +51,6 @@ const char* sampler_kind_name(SamplerKind kind);  // "none", "pebs", "ibs", "sof
 enum class PmuSource { kPerf, kEmulated };
 const char* pmu_source_name(PmuSource source);  // "perf_event", "qemu-slowtier"
 
-struct PerfOs {
-  std::function<int(perf_event_attr* attr, pid_t tid, int cpu, int group_fd, unsigned long flags)>
-      perf_event_open;  // returns an fd, or -1 with errno set
-  std::string sysfs_root = kDefaultSysfsPmuRoot;
-};
-PerfOs real_perf_os();
-
 struct PmuSamplerOptions {
   SamplerKind kind = SamplerKind::kPebs;  // kPebs or kIbs
   std::string event;                      // PEBS: libpfm4 event name; empty: default_pebs_event()
@@ -68,6 +62,7 @@ struct PmuSamplerOptions {
   uint32_t precise_ip = 2;                // PEBS only
   bool weight_and_data_src = true;        // PEBS only: PERF_SAMPLE_WEIGHT | PERF_SAMPLE_DATA_SRC
   uint32_t ring_pages = 8;                // data pages per thread ring; a power of two
+  std::string sysfs_pmu_root = kDefaultSysfsPmuRoot;  // where the PMUs are listed (IBS: ibs_op/type)
   PmuSource source = PmuSource::kPerf;
   // kEmulated: the ring's data bytes (a power of two) and the address ranges to sample.
   uint64_t emulated_ring_bytes = uint64_t{64} << 20;
@@ -86,7 +81,7 @@ struct PmuAccess {
 
 // Fills *attr for `opt`. Fails (with errno and reason) if the event cannot be encoded or the PMU
 // cannot be found.
-ProbeResult build_pmu_attr(const PmuSamplerOptions& opt, const PerfOs& os, perf_event_attr* attr);
+ProbeResult build_pmu_attr(const PmuSamplerOptions& opt, perf_event_attr* attr);
 
 // Explains an errno from perf_event_open ("ENOENT (...)"); reads perf_event_paranoid for EACCES/EPERM.
 std::string explain_perf_errno(int err);
@@ -95,7 +90,7 @@ class PmuSampler {
  public:
   using AccessFn = std::function<void(const PmuAccess&)>;
 
-  explicit PmuSampler(PerfOs os = real_perf_os(), EmulatedPmuOs emulated_os = real_emulated_pmu_os());
+  explicit PmuSampler(EmulatedPmuOs emulated_os = real_emulated_pmu_os());
   ~PmuSampler();  // stop()
   PmuSampler(const PmuSampler&) = delete;
   PmuSampler& operator=(const PmuSampler&) = delete;
@@ -127,7 +122,6 @@ class PmuSampler {
   ProbeResult open_ring(pid_t tid, std::unique_ptr<Ring>* out);
   void close_ring(Ring& r);
 
-  PerfOs os_;
   EmulatedPmuOs emulated_os_;
   std::unique_ptr<EmulatedPmu> emulated_;  // set while an emulated ring is started
   EmulatedPmuCounts last_emulated_counts_;  // of the last emulated ring stopped
@@ -157,7 +151,7 @@ enum class PmuSourceSetting {
 // PMU sampler that cannot run falls back to software, and the reason says so. An unknown name gives
 // kind none with the reason. `sources` says where PEBS samples may come from (above).
 SamplerChoice choose_sampler(const std::string& requested, const PmuSamplerOptions& base,
-                             const PerfOs& os = real_perf_os(), PmuSourceSetting sources = PmuSourceSetting::kAuto,
+                             PmuSourceSetting sources = PmuSourceSetting::kAuto,
                              const EmulatedPmuOs& emulated_os = real_emulated_pmu_os());
 
 }  // namespace sentinel

@@ -7,12 +7,12 @@ namespace sentinel {
 namespace {
 
 // Probes one PMU kind from one source; appends "<kind> unavailable: <reason>" to *why on failure.
-bool try_kind(SamplerKind kind, PmuSource source, const PmuSamplerOptions& base, const PerfOs& os,
-              const EmulatedPmuOs& emulated_os, std::string* why) {
+bool try_kind(SamplerKind kind, PmuSource source, const PmuSamplerOptions& base, const EmulatedPmuOs& emulated_os,
+              std::string* why) {
   PmuSamplerOptions opt = base;
   opt.kind = kind;
   opt.source = source;
-  PmuSampler probe(os, emulated_os);
+  PmuSampler probe(emulated_os);
   const ProbeResult r = probe.probe(opt);
   if (r.ok) return true;
   if (!why->empty()) *why += "; ";
@@ -23,8 +23,8 @@ bool try_kind(SamplerKind kind, PmuSource source, const PmuSamplerOptions& base,
 
 }  // namespace
 
-SamplerChoice choose_sampler(const std::string& requested, const PmuSamplerOptions& base, const PerfOs& os,
-                             PmuSourceSetting sources, const EmulatedPmuOs& emulated_os) {
+SamplerChoice choose_sampler(const std::string& requested, const PmuSamplerOptions& base, PmuSourceSetting sources,
+                             const EmulatedPmuOs& emulated_os) {
   SamplerChoice c;
   if (requested == "none") {
     c.kind = SamplerKind::kNone;
@@ -39,7 +39,7 @@ SamplerChoice choose_sampler(const std::string& requested, const PmuSamplerOptio
   const bool perf = sources != PmuSourceSetting::kEmulated;
   std::string why;
   auto emulated_pebs = [&](const std::string& what) {
-    if (!try_kind(SamplerKind::kPebs, PmuSource::kEmulated, base, os, emulated_os, &why)) return false;
+    if (!try_kind(SamplerKind::kPebs, PmuSource::kEmulated, base, emulated_os, &why)) return false;
     c.kind = SamplerKind::kPebs;
     c.source = PmuSource::kEmulated;
     c.reason = (why.empty() ? "" : why + "; ") + what + ": samples from the slow-tier QEMU plugin (emulated PEBS)";
@@ -47,7 +47,7 @@ SamplerChoice choose_sampler(const std::string& requested, const PmuSamplerOptio
   };
   if (requested == "pebs" || requested == "ibs") {
     const SamplerKind kind = requested == "pebs" ? SamplerKind::kPebs : SamplerKind::kIbs;
-    if (perf && try_kind(kind, PmuSource::kPerf, base, os, emulated_os, &why)) {
+    if (perf && try_kind(kind, PmuSource::kPerf, base, emulated_os, &why)) {
       c.kind = kind;
       c.reason = requested + " requested and available";
       return c;
@@ -66,7 +66,7 @@ SamplerChoice choose_sampler(const std::string& requested, const PmuSamplerOptio
     if (emulated_pebs("SENTINEL_PMU_SOURCE=qemu-slowtier")) return c;
   } else {
     for (SamplerKind kind : {SamplerKind::kPebs, SamplerKind::kIbs}) {
-      if (try_kind(kind, PmuSource::kPerf, base, os, emulated_os, &why)) {
+      if (try_kind(kind, PmuSource::kPerf, base, emulated_os, &why)) {
         c.kind = kind;
         c.reason = why.empty() ? std::string(sampler_kind_name(kind)) + " available"
                                : why + "; " + sampler_kind_name(kind) + " available";

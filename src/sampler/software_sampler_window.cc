@@ -5,6 +5,7 @@
 
 #include <cerrno>
 
+#include "os/spin_lock.h"
 #include "sampler/software_sampler_internal.h"
 
 namespace sentinel {
@@ -86,7 +87,7 @@ bool SoftwareSampler::claim(Tables& t, uintptr_t addr, void* ucontext) {
     }
     // Restored by another thread (or just claimed by one): wait for its one mprotect call to
     // finish, then retry the access, which either succeeds or faults on an armed window.
-    while (state_of(w.word.load(std::memory_order_acquire)) == kRestoring) sched_yield();
+    while (state_of(w.word.load(std::memory_order_acquire)) == kRestoring) os::yield_cpu();
     return true;
   }
   // Not in an armed window. It may have been restored between the fault and this scan: retry once.
@@ -115,7 +116,7 @@ void SoftwareSampler::restore_window(Tables& t, Window& w, bool count_as_touch) 
       return;
     }
     if (s == kRestoring || s == kArming) {  // a fault or release() is restoring it: wait for its one
-      sched_yield();                         // mprotect call (kArming is the owner's own: not seen here)
+      os::yield_cpu();                       // mprotect call (kArming is the owner's own: not seen here)
       word = w.word.load(std::memory_order_acquire);
     }
     // kArmed or kReadOnly with a failed compare-exchange: `word` was reloaded; look again.
@@ -142,7 +143,7 @@ void SoftwareSampler::release(uint32_t slot) {
     // The entry now belongs to another slot: this slot's window was restored and freed by the owner.
     if (owner != slot) return;
     if (s == kArming) {  // the owner's mprotect(PROT_NONE) is in flight; a restore now would be undone
-      sched_yield();
+      os::yield_cpu();
       continue;
     }
     if (s == kRestoring) {  // a fault or the owner restores it; make sure before the memory is reused
@@ -174,7 +175,7 @@ bool SoftwareSampler::unprotect_for_io(uintptr_t addr, size_t len) {
   std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
   // The owner holds the lock while it arms (an mprotect per window): yield to it a while, then give up.
   for (int attempt = 0; !lock.owns_lock() && attempt < 256; ++attempt) {
-    sched_yield();
+    os::yield_cpu();
     lock.try_lock();
   }
   if (!lock.owns_lock()) return false;

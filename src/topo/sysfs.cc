@@ -1,6 +1,5 @@
 #include "topo/sysfs.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 
 #include <algorithm>
@@ -9,6 +8,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "os/directory.h"
 #include "os/os.h"
 
 namespace sentinel::topo {
@@ -107,13 +107,7 @@ std::optional<uint64_t> meminfo_bytes(const std::string& meminfo_text, const std
 
 std::vector<std::string> list_dir(const std::string& path) {
   std::vector<std::string> names;
-  DIR* d = opendir(path.c_str());
-  if (d == nullptr) return names;
-  while (dirent* e = readdir(d)) {
-    std::string n = e->d_name;
-    if (n != "." && n != "..") names.push_back(n);
-  }
-  closedir(d);
+  os::list_directory(path.c_str(), [&](const char* name) { names.emplace_back(name); });
   std::sort(names.begin(), names.end());
   return names;
 }

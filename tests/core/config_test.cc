@@ -22,10 +22,9 @@ const char* lookup(const char* name, void* ctx) {
 }
 
 bool parse(Env env, Config* c, std::string* error) {
-  char buf[512] = {};
-  const bool ok = parse_config(lookup, &env, c, buf, sizeof buf);
-  *error = buf;
-  return ok;
+  const Status s = parse_config(lookup, &env, c);
+  *error = s.message();
+  return s.is_ok();
 }
 
 TEST(Config, DefaultsWhenNothingIsSet) {
@@ -235,8 +234,8 @@ TEST(Config, OutputPathsAreResolvedForTheProcessAndOnlyWrittenProfilesCount) {
   id.rank = 2;
   id.world_size = 4;
   std::snprintf(id.host, sizeof id.host, "hostA");
-  char message[512] = {};
-  ASSERT_TRUE(resolve_output_paths(&c, id, 1, nullptr, message, sizeof message)) << message;
+  const Status resolved = resolve_output_paths(&c, id, 1, nullptr);
+  ASSERT_TRUE(resolved.is_ok()) << resolved.message();
   EXPECT_STREQ(c.stats_path, "s-2-31.json");
   EXPECT_STREQ(c.log_file, "log.hostA.r2");
   EXPECT_STREQ(c.timeline_path, "t.json.r2");

@@ -7,11 +7,11 @@
 
 int main() {
   sentinel::Config config;
-  char message[512];
-  if (!sentinel::parse_config_from_environ(&config, message, sizeof message)) {
-    std::printf("error=%s\n", message);
+  if (const sentinel::Status parsed = sentinel::parse_config_from_environ(&config); !parsed.is_ok()) {
+    std::printf("error=%s\n", parsed.message());
     return 1;
   }
+  char message[512];
   const bool unknown = sentinel::find_unknown_variable(message, sizeof message);
   std::printf("secure=%d mode=%s log_file=%s unknown=%d\n", sentinel::secure_execution() ? 1 : 0,
               sentinel::mode_name(config.mode), config.log_file, unknown ? 1 : 0);

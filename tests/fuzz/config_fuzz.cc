@@ -33,11 +33,9 @@ const char* lookup(const char* name, void* ctx) {
 
 bool parse(const Assignment& a, std::string* message) {
   sentinel::Config config;
-  char error[512];
-  error[0] = '\0';
-  const bool ok = sentinel::parse_config(lookup, const_cast<Assignment*>(&a), &config, error, sizeof error);
-  *message = error;
-  return ok;
+  const sentinel::Status s = sentinel::parse_config(lookup, const_cast<Assignment*>(&a), &config);
+  *message = s.message();
+  return s.is_ok();
 }
 
 }  // namespace

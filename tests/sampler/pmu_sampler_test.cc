@@ -16,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/scoped_perf_event_open.h"
 #include "common/temp_dir.h"
 
 namespace sentinel {
@@ -32,16 +33,6 @@ struct FakeSysfs {
   testing::TempDir dir{"sentinel-sysfs"};
   const std::string& root = dir.path();
 };
-
-PerfOs failing_os(int err, const std::string& sysfs_root) {
-  PerfOs os;
-  os.perf_event_open = [err](perf_event_attr*, pid_t, int, int, unsigned long) {
-    errno = err;
-    return -1;
-  };
-  os.sysfs_root = sysfs_root;
-  return os;
-}
 
 int count_fds() {
   int n = 0;
@@ -75,9 +66,10 @@ TEST(Ibs, AttributeAndPeriod) {
   PmuSamplerOptions opt;
   opt.kind = SamplerKind::kIbs;
   opt.sample_period = 10007;
+  opt.sysfs_pmu_root = sys.root;
   perf_event_attr attr;
-  PerfOs os = failing_os(ENOENT, sys.root);
-  const ProbeResult r = build_pmu_attr(opt, os, &attr);
+  const testing::FailingPerfEventOpen no_pmu(ENOENT);
+  const ProbeResult r = build_pmu_attr(opt, &attr);
   ASSERT_TRUE(r.ok) << r.reason;
   EXPECT_EQ(attr.type, 11u);
   EXPECT_EQ(attr.sample_period, 10016u);
@@ -107,8 +99,10 @@ TEST(PmuProbe, ReportsTheErrnoThatRuledItOut) {
   FakeSysfs sys("11");
   PmuSamplerOptions opt;
   opt.kind = SamplerKind::kIbs;
+  opt.sysfs_pmu_root = sys.root;
   for (int err : {ENOENT, ENODEV, EOPNOTSUPP, EACCES, EPERM}) {
-    PmuSampler s(failing_os(err, sys.root));
+    const testing::FailingPerfEventOpen failing(err);
+    PmuSampler s;
     const ProbeResult r = s.probe(opt);
     EXPECT_FALSE(r.ok);
     EXPECT_EQ(r.err, err);
@@ -123,34 +117,35 @@ TEST(PmuProbe, ReportsTheErrnoThatRuledItOut) {
 
 TEST(ChooseSampler, FallsBackToSoftwareAndSaysWhy) {
   FakeSysfs no_ibs(nullptr);
-  const PerfOs os = failing_os(ENOENT, no_ibs.root);
+  const testing::FailingPerfEventOpen no_pmu(ENOENT);
   PmuSamplerOptions base;
-  SamplerChoice c = choose_sampler("auto", base, os);
+  base.sysfs_pmu_root = no_ibs.root;
+  SamplerChoice c = choose_sampler("auto", base);
   EXPECT_EQ(c.kind, SamplerKind::kSoftware);
   EXPECT_NE(c.reason.find("pebs unavailable: "), std::string::npos) << c.reason;
   EXPECT_NE(c.reason.find("ibs unavailable: " + no_ibs.root + "/ibs_op/type"), std::string::npos) << c.reason;
-  c = choose_sampler("ibs", base, os);
+  c = choose_sampler("ibs", base);
   EXPECT_EQ(c.kind, SamplerKind::kSoftware);
   EXPECT_NE(c.reason.find("falling back"), std::string::npos);
-  EXPECT_EQ(choose_sampler("none", base, os).kind, SamplerKind::kNone);
-  EXPECT_EQ(choose_sampler("software", base, os).kind, SamplerKind::kSoftware);
-  c = choose_sampler("magic", base, os);
+  EXPECT_EQ(choose_sampler("none", base).kind, SamplerKind::kNone);
+  EXPECT_EQ(choose_sampler("software", base).kind, SamplerKind::kSoftware);
+  c = choose_sampler("magic", base);
   EXPECT_EQ(c.kind, SamplerKind::kNone);
   EXPECT_NE(c.reason.find("unknown sampler"), std::string::npos);
 }
 
 TEST(ChooseSampler, PicksIbsWhenTheKernelAcceptsIt) {
   FakeSysfs sys("11");
-  PerfOs os;
-  os.sysfs_root = sys.root;
-  os.perf_event_open = [](perf_event_attr* attr, pid_t, int, int, unsigned long) {
+  const testing::ScopedPerfEventOpen ibs_only([](perf_event_attr* attr, pid_t, int, int, unsigned long) {
     if (attr->type != 11) {
       errno = ENOENT;
       return -1;
     }
     return open("/dev/null", O_RDONLY | O_CLOEXEC);  // stands for an opened event; probe closes it
-  };
-  const SamplerChoice c = choose_sampler("auto", PmuSamplerOptions{}, os);
+  });
+  PmuSamplerOptions base;
+  base.sysfs_pmu_root = sys.root;
+  const SamplerChoice c = choose_sampler("auto", base);
   EXPECT_EQ(c.kind, SamplerKind::kIbs) << c.reason;
   EXPECT_NE(c.reason.find("pebs unavailable"), std::string::npos) << c.reason;
 }

@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/scoped_perf_event_open.h"
 #include "os/slowtier_mailbox.h"
 #include "sampler/emulated_pmu.h"
 #include "sampler/pmu_sampler.h"
@@ -247,7 +248,7 @@ TEST(EmulatedPmu, RefusedRegistrationsAndForgottenTokens) {
 // The PMU sampler with the emulated source: the same drain callback as the perf_event path.
 TEST(EmulatedPmu, ThePmuSamplerReadsTheEmulatedRing) {
   PmuRegistry registry(80, 305);
-  PmuSampler sampler(real_perf_os(), in_process_plugin(&registry));
+  PmuSampler sampler(in_process_plugin(&registry));
   PmuSamplerOptions opt;
   opt.kind = SamplerKind::kPebs;
   opt.source = PmuSource::kEmulated;
@@ -276,29 +277,25 @@ TEST(EmulatedPmu, ThePmuSamplerReadsTheEmulatedRing) {
 
 TEST(EmulatedPmu, ChooseSamplerUsesThePluginOnlyForPebsOrWhenTold) {
   PmuRegistry registry(80, 305);
-  PerfOs no_pmu;
-  no_pmu.perf_event_open = [](perf_event_attr*, pid_t, int, int, unsigned long) {
-    errno = ENOENT;
-    return -1;
-  };
-  no_pmu.sysfs_root = "/nonexistent";
+  const testing::FailingPerfEventOpen no_pmu(ENOENT);
   PmuSamplerOptions base;
+  base.sysfs_pmu_root = "/nonexistent";
   const EmulatedPmuOs plugin = in_process_plugin(&registry);
-  SamplerChoice c = choose_sampler("pebs", base, no_pmu, PmuSourceSetting::kAuto, plugin);
+  SamplerChoice c = choose_sampler("pebs", base, PmuSourceSetting::kAuto, plugin);
   EXPECT_EQ(c.kind, SamplerKind::kPebs);
   EXPECT_EQ(c.source, PmuSource::kEmulated);
   EXPECT_NE(c.reason.find("slow-tier"), std::string::npos) << c.reason;
-  c = choose_sampler("auto", base, no_pmu, PmuSourceSetting::kAuto, plugin);  // unchanged: no plugin
+  c = choose_sampler("auto", base, PmuSourceSetting::kAuto, plugin);  // unchanged: no plugin
   EXPECT_EQ(c.kind, SamplerKind::kSoftware);
-  c = choose_sampler("auto", base, no_pmu, PmuSourceSetting::kEmulated, plugin);
+  c = choose_sampler("auto", base, PmuSourceSetting::kEmulated, plugin);
   EXPECT_EQ(c.kind, SamplerKind::kPebs);
   EXPECT_EQ(c.source, PmuSource::kEmulated);
-  c = choose_sampler("pebs", base, no_pmu, PmuSourceSetting::kPerf, plugin);
+  c = choose_sampler("pebs", base, PmuSourceSetting::kPerf, plugin);
   EXPECT_EQ(c.kind, SamplerKind::kSoftware);
-  c = choose_sampler("ibs", base, no_pmu, PmuSourceSetting::kAuto, plugin);  // the plugin emulates PEBS only
+  c = choose_sampler("ibs", base, PmuSourceSetting::kAuto, plugin);  // the plugin emulates PEBS only
   EXPECT_EQ(c.kind, SamplerKind::kSoftware);
   // Without the plugin (the real marked store on the host), pebs falls back as before and says why.
-  c = choose_sampler("pebs", base, no_pmu, PmuSourceSetting::kAuto, real_emulated_pmu_os());
+  c = choose_sampler("pebs", base, PmuSourceSetting::kAuto, real_emulated_pmu_os());
   EXPECT_EQ(c.kind, SamplerKind::kSoftware);
   EXPECT_NE(c.reason.find("no slow-tier plugin answered"), std::string::npos) << c.reason;
   EXPECT_NE(c.reason.find("falling back to the software sampler"), std::string::npos) << c.reason;

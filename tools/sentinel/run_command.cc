@@ -40,14 +40,13 @@ std::string variables_help() {
 bool machine_is_tiered(const EnvList& env) {
 #ifdef SENTINEL_HAVE_TOPO
   Config config;
-  char message[512];
   EnvList merged = env;
   auto lookup = [](const char* name, void* ctx) -> const char* {
     for (const auto& [k, v] : *static_cast<EnvList*>(ctx))
       if (k == name) return v.c_str();
     return ::getenv(name);
   };
-  if (!parse_config(lookup, &merged, &config, message, sizeof message)) return false;
+  if (!parse_config(lookup, &merged, &config).is_ok()) return false;
   topo::Topology topology;
   std::string error;
   return topo::detect_topology(topo::options_from_config(config), &topology, &error) && topology.tiered();

@@ -96,9 +96,8 @@ void add_topology_command(CLI::App& app, int* rc) {
   cmd->footer("Prints the NUMA nodes and which node is taken as the fast (DRAM) and the slow tier, and why.");
   cmd->callback([o, rc] {
     Config config;
-    char message[512];
-    if (!parse_config_from_environ(&config, message, sizeof message)) {
-      std::fprintf(stderr, "%s\n", message);
+    if (const Status parsed = parse_config_from_environ(&config); !parsed.is_ok()) {
+      std::fprintf(stderr, "%s\n", parsed.message());
       *rc = 2;
       return;
     }

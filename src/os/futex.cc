@@ -1,11 +1,11 @@
-#include "migrate/futex.h"
+#include "os/futex.h"
 
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
-namespace sentinel::migrate {
+namespace sentinel::os {
 
 static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t), "futex word must be a plain 32-bit int");
 
@@ -24,4 +24,4 @@ void futex_wake(std::atomic<uint32_t>* word, int count) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, count, nullptr, nullptr, 0);
 }
 
-}  // namespace sentinel::migrate
+}  // namespace sentinel::os

@@ -6,7 +6,7 @@
 #include <chrono>
 #include <cstdint>
 
-namespace sentinel::migrate {
+namespace sentinel::os {
 
 // Sleeps while *word == expected, at most `timeout` (negative = forever). Spurious wake-ups happen;
 // callers re-check their condition.
@@ -14,4 +14,4 @@ void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, std::chrono::nan
 // Wakes up to `count` sleepers on word.
 void futex_wake(std::atomic<uint32_t>* word, int count);
 
-}  // namespace sentinel::migrate
+}  // namespace sentinel::os

@@ -1,0 +1,171 @@
+#include "profiler.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "logging.h"
+#include "profiler_state.h"
+#include "runtime_state.h"
+#include "signals.h"
+
+namespace sentinel::rt {
+
+std::atomic<bool> g_sampling_active{false};
+
+void harvest(Profiler& p) {
+  if (!p.phase_open || !p.builder) return;
+  if (p.kind == SamplerKind::kSoftware) {
+    for (const Armed& a : p.armed) {
+      const WindowCounts c = p.software->counts(a.slot, 0);
+      WindowCounts& prev = p.last_counts[a.slot];
+      const uint64_t armed = c.armed - prev.armed;
+      const uint64_t touched = c.touched - prev.touched;
+      const uint64_t written = c.written - prev.written;
+      const uint64_t dirtied = c.dirtied - prev.dirtied;
+      prev = c;
+      if (armed == 0 || touched == 0) continue;
+      // A window stands for the whole object (DNN kernels stream whole tensors), and each touch is a
+      // pass over it (the window is protected again during the phase, software_sampler.h "Passes"):
+      // the estimate is the object's cache lines once per pass, split by how each pass began, and once
+      // more as write-backs per pass that wrote it.
+      const double lines = static_cast<double>(a.size) / kCacheLine;
+      const double wpasses = static_cast<double>(written) / armed;
+      const double rpasses = static_cast<double>(touched - written) / armed;
+      const double dpasses = static_cast<double>(dirtied) / armed;
+      p.builder->on_access(a.key, p.phase_step, p.phase, static_cast<uint64_t>(lines * rpasses),
+                           static_cast<uint64_t>(lines * wpasses), static_cast<uint64_t>(lines * dpasses));
+      p.samples += touched;
+    }
+  } else if (p.pmu != nullptr) {
+    p.pmu->harvest(*p.builder,
+                   [&](uint64_t addr, uint64_t* key) {
+                     auto it = std::upper_bound(p.armed.begin(), p.armed.end(), addr,
+                                                [](uint64_t x, const Armed& a) { return x < a.start; });
+                     if (it == p.armed.begin()) return false;
+                     --it;
+                     if (addr >= it->start + it->size) return false;
+                     *key = it->key;
+                     return true;
+                   },
+                   p.phase_step, p.phase);
+  }
+}
+
+// Arms the sampler for the phase that begins, over the objects alive now.
+void arm(Profiler& p, const LiveObjects& live, uint32_t step_rel, uint32_t phase) {
+  if (p.pmu != nullptr) p.pmu->attach_new_threads(now_ns());
+  p.armed.clear();
+  for (const auto& [key, o] : live) {
+    const uint32_t slot = static_cast<uint32_t>(key >> 32);
+    const ObjectRecord& r = g_state.heap.record(slot);
+    const uint64_t ticket = p.software != nullptr ? p.software->release_ticket(slot) : kNoReleaseTicket;
+    // Skip objects freed since the event we are processing: their extent may already be reused.
+    if (r.state.load(std::memory_order_acquire) != ExtentState::kLive ||
+        r.generation != static_cast<uint32_t>(key)) {
+      continue;
+    }
+    if (slot >= kMaxSampledSlots) continue;
+    // A thread's alternate signal stack must stay writable, or no signal can be delivered to it.
+    if (alt_stack_overlaps(r.start, o.size)) continue;
+    p.armed.push_back(Armed{slot, key, o.size, r.start, ticket});
+  }
+  std::sort(p.armed.begin(), p.armed.end(), [](const Armed& a, const Armed& b) { return a.start < b.start; });
+  if (p.kind == SamplerKind::kSoftware) {
+    std::vector<SampleRegion> regions;
+    regions.reserve(p.armed.size());
+    for (const Armed& a : p.armed) regions.push_back(SampleRegion{a.start, a.size, a.slot, a.release_ticket});
+    p.software->arm(regions, 0);
+  }
+  p.phase_step = step_rel;
+  p.phase = phase;
+  p.phase_open = true;
+  p.last_rearm_ns = now_ns();
+}
+
+void stop_sampling(Profiler& p) {
+  if (!g_sampling_active.load(std::memory_order_relaxed)) return;
+  harvest(p);
+  if (p.software != nullptr && p.kind == SamplerKind::kSoftware) {
+    p.software->disarm();
+    const SoftwareSamplerStats st = p.software->stats();
+    log_write(LogLevel::kDebug, ("software sampler: " + std::to_string(st.arms) + " arms, " +
+                                 std::to_string(st.windows_armed) + " windows, " + std::to_string(st.faults_claimed) +
+                                 " faults claimed, " + std::to_string(st.skipped_small + st.skipped_range + st.skipped_capacity) +
+                                 " regions skipped, " + std::to_string(st.mprotect_failures) + " mprotect failures")
+                                    .c_str());
+    p.software->stop();
+  }
+  if (p.pmu != nullptr && p.kind != SamplerKind::kSoftware) p.pmu->stop();
+  g_sampling_active.store(false, std::memory_order_release);
+  p.phase_open = false;
+  p.armed.clear();
+  p.window_first_step = -1;
+}
+
+bool start_sampling(Profiler& p) {
+  std::string error;
+  if (p.kind == SamplerKind::kSoftware) {
+    SoftwareSamplerOptions opt;
+    opt.max_slots = kMaxSampledSlots;
+    opt.max_phases = 1;  // the profiler harvests and re-arms at every phase boundary
+    opt.max_windows = 8192;
+    if (!p.software->start(opt, &error)) {
+        log_write(LogLevel::kError, ("software sampler cannot start: " + error).c_str());
+      return false;
+    }
+  } else if (p.pmu != nullptr) {
+    if (!p.pmu->start(&error)) {
+      log_write(LogLevel::kError, ("PMU sampler cannot start: " + error).c_str());
+      return false;
+    }
+  }
+  p.last_counts.clear();
+  g_sampling_active.store(true, std::memory_order_release);
+  return true;
+}
+
+uint64_t profiler_tick() noexcept {
+  // Shortest interval between two rearms, and how much of the service thread's time they may take:
+  // a pass over a tensor of a few MiB takes a few hundred microseconds, so two passes seldom fall
+  // between two rearms; each rearm costs an mprotect (a TLB shootdown) per touched window.
+  constexpr uint64_t kMinIntervalNs = 50'000;
+  constexpr uint64_t kCostFactor = 4;
+  if (g_profiler == nullptr || !g_sampling_active.load(std::memory_order_acquire)) return 0;
+  try {
+    std::lock_guard<std::mutex> lock(g_profiler->mu);
+    Profiler& p = *g_profiler;
+    if (p.kind != SamplerKind::kSoftware || !p.phase_open || p.state != ProfState::kProfiling) return 0;
+    const uint64_t interval = std::max(kMinIntervalNs, kCostFactor * p.rearm_cost_ns);
+    const uint64_t now = now_ns();
+    if (now - p.last_rearm_ns >= interval) {
+      p.software->rearm();
+      p.last_rearm_ns = now_ns();
+      p.rearm_cost_ns = p.last_rearm_ns - now;
+      return interval;
+    }
+    return interval - (now - p.last_rearm_ns);
+  } catch (...) {
+    return 0;
+  }
+}
+
+void profiler_on_free(uint32_t slot) noexcept {
+  if (!g_sampling_active.load(std::memory_order_acquire) || g_profiler == nullptr) return;
+  if (g_profiler->kind == SamplerKind::kSoftware) g_profiler->software->release(slot);
+}
+
+void profiler_unprotect_io(const void* addr, size_t len) noexcept {
+  if (addr == nullptr || len == 0 || !g_sampling_active.load(std::memory_order_acquire) || g_profiler == nullptr) return;
+  if (g_profiler->kind != SamplerKind::kSoftware || g_profiler->software->armed_now() == 0) return;
+  // Never waits for the sampler's lock: this may run in a signal handler (see unprotect_for_io).
+  g_profiler->software->unprotect_for_io(reinterpret_cast<uintptr_t>(addr), len);
+}
+
+void profiler_fork_child() noexcept {
+  g_sampling_active.store(false, std::memory_order_relaxed);
+  // The emulated PMU's ring is not inherited (MADV_DONTFORK): nothing may write its step-clock word.
+  g_state.step_clock_mirror = nullptr;
+}
+
+}  // namespace sentinel::rt

@@ -1,0 +1,118 @@
+// Internal to the profiler (profiler.h), one file per job:
+//   profiler.cc          the entry points, the state machine that chooses the steps to profile (warm-up,
+//                        settled steps, the deviation check against the first profiled step) and the
+//                        finished profile
+//   profiler_sampling.cc the sampler's half: starting and stopping it, arming it for a phase, harvesting
+//                        its counts into the builder, the software sampler's rearm tick, and the calls
+//                        program threads make into it (profiler_on_free, profiler_unprotect_io), the
+//                        forked child's reset
+//
+// Thread safety: one Profiler, *g_profiler, created by profiler_init() and never destroyed (frees may race
+// with exit). Its fields are guarded by its mutex `mu` (the service thread's events and tick against the
+// exit handler); the functions declared here expect the caller to hold it. g_sampling_active is read
+// without the lock by program threads (profiler_on_free, profiler_unprotect_io) and written under it (and
+// without it by profiler_fork_child, in a child where no other thread runs).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "pmu_harvest.h"
+#include "profile/profile_builder.h"
+#include "sampler/pmu_sampler.h"
+#include "sampler/software_sampler.h"
+#include "service.h"
+
+namespace sentinel::rt {
+
+constexpr uint32_t kMaxSampledSlots = 1u << 16;
+constexpr uint64_t kCacheLine = 64;
+
+enum class ProfState { kWaiting, kProfiling, kTail, kDone };
+
+struct Armed {
+  uint32_t slot;
+  uint64_t key;
+  uint64_t size;
+  uintptr_t start;
+  uint64_t release_ticket;  // the software sampler's, read before the liveness check (see its header)
+};
+
+struct Profiler {
+  std::mutex mu;  // the service thread's tick against the exit handler
+  ProfState state = ProfState::kWaiting;
+  SamplerKind kind = SamplerKind::kNone;
+  std::string reason;
+  SoftwareSampler* software = nullptr;  // created once, never destroyed (frees may race with exit)
+  PmuHarvest* pmu = nullptr;            // pebs or ibs: created once, never destroyed
+
+  bool active = true;  // false: follow nothing, profile nothing (managed mode with a profile in hand)
+  bool restart_requested = false;
+  uint32_t min_period = 1;  // steps with fewer allocations are not profiled
+  std::unique_ptr<ProfileBuilder> builder;
+  std::shared_ptr<const StepProfile> latest;  // the last profile completed
+  uint64_t completed = 0;
+  uint64_t relocks_seen = ~uint64_t{0};
+  int64_t structure_first_step = -1;
+  int64_t first_step = -1;
+  uint32_t period = 0;
+
+  bool phase_open = false;
+  uint32_t phase_step = 0;  // step (relative) and phase the armed windows count for
+  uint32_t phase = 0;
+  uint64_t last_arm_ns = 0;
+  uint64_t arm_cost_ns = 0;
+  uint64_t last_rearm_ns = 0;  // software sampler: the last rearm() of the open phase (passes)
+  uint64_t rearm_cost_ns = 0;
+  // How long each phase lasted in the last step seen (the step repeats, so this is the forecast).
+  std::vector<uint64_t> phase_forecast_ns;
+  int64_t prev_step = -1;
+  uint32_t prev_event = 0;
+  uint64_t prev_time_ns = 0;
+  // Whether the steps have settled (settled_step): live object bytes at the start of the step in progress
+  // and of the one before, and the highest live bytes of the one before.
+  uint64_t step_start_bytes = 0, prev_start_bytes = 0, step_peak_bytes = 0, prev_peak_bytes = 0;
+  bool have_prev_step_bytes = false;
+  // The step (and structure: relocks) each live object was born in, and whether the step in progress / the
+  // one before freed an object born two or more steps before (settled_step). Objects alive when following
+  // resumed (profiler_set_active) count as old.
+  struct Birth {
+    uint64_t relocks = 0;
+    int64_t step = -1;
+  };
+  std::unordered_map<uint64_t, Birth> born_in;
+  bool births_need_seeding = false;
+  bool step_freed_older = false, prev_step_freed_older = false;
+  std::vector<Armed> armed;  // sorted by start (PMU samples without a clock are looked up in it)
+  int64_t window_first_step = -1;  // the emulated PMU's window (pmu_harvest.h), -1 while none is open
+  std::unordered_map<uint32_t, WindowCounts> last_counts;
+
+  uint64_t samples = 0;
+  uint64_t profiles_written = 0;
+  uint64_t restarts = 0;
+  uint32_t profiled_steps = 0;
+  int64_t last_profile_first_step = -1;
+  // The tags of the first profiled step, by event: every later profiled step must allocate the same at
+  // the same events, or it is not the same step (an odd last batch, an evaluation pass) and averaging it in
+  // would shift births by an event. Restarts for it are bounded (kMaxDeviationRestarts).
+  std::vector<uint64_t> profiled_tags;
+  uint32_t deviation_restarts = 0;
+};
+
+extern Profiler* g_profiler;
+extern std::atomic<bool> g_sampling_active;
+
+// profiler_sampling.cc.
+// Adds the counts of the phase that ended to the builder.
+void harvest(Profiler& p);
+// Arms the sampler for the phase that begins, over the objects alive now.
+void arm(Profiler& p, const LiveObjects& live, uint32_t step_rel, uint32_t phase);
+void stop_sampling(Profiler& p);
+bool start_sampling(Profiler& p);
+
+}  // namespace sentinel::rt

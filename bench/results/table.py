@@ -19,7 +19,15 @@ ORDER = ["all-fast", "all-slow", "first-touch-20", "memtier-20", "linux-tiering-
 
 def steady(cell, key):
     # Managed cells: the last 5 steps, which run after the plan (warm-up, detection and profiling come first).
-    steps = cell["steps"][-5:] if cell.get("placement", "").startswith(("managed", "static-plan")) else cell["steps"][1:]
+    # The kernel's cells: the steps after the node-0 filler's last top-up (guest_step.py --node0-share).
+    placement = cell.get("placement", "")
+    if placement.startswith(("managed", "static-plan")):
+        steps = cell["steps"][-5:]
+    elif placement.startswith(("linux-tiering-", "autonuma-")):
+        last_fill = max([1] + [i + 1 for i, s in enumerate(cell["steps"]) if s.get("node0_top_up_bytes", 0) > 0])
+        steps = cell["steps"][last_fill:]
+    else:
+        steps = cell["steps"][1:]
     vals = [s[key] for s in steps] or [s[key] for s in cell["steps"]]
     return statistics.median(vals)
 

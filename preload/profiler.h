@@ -50,12 +50,13 @@ void profiler_request_profile() noexcept;
 std::shared_ptr<const StepProfile> profiler_completed(uint64_t* count) noexcept;
 // Called by free() before the extent of `slot` can be reused: no sampled window may stay protected.
 void profiler_on_free(uint32_t slot) noexcept;
-// Before a system call copies [addr, addr + len) to or from user memory (read, recv, write, ...): restores
-// every sampled window there, counted as a touch, since the kernel returns EFAULT instead of faulting.
-// Any program thread; allocates nothing; lock-free and cheap while no window is protected, otherwise it
-// tries the sampler's mutex (yielding between tries, a bounded number of times) and never waits on it:
-// when the owner keeps it, the windows stay protected and the call may fail with EFAULT.
-void profiler_unprotect_io(const void* addr, size_t len) noexcept;
+// Around a system call that copies [addr, addr + len) to or from user memory (read, recv, write, ...: the
+// kernel returns EFAULT or a short count instead of faulting on a protected page): profiler_begin_io
+// restores every sampled window there, counted as a touch, and keeps the sampler from arming one there
+// until profiler_end_io(token). Any program thread, also in a signal handler; allocates nothing, takes no
+// lock; 0 (nothing to end) while the software sampler is not running.
+uintptr_t profiler_begin_io(const void* addr, size_t len) noexcept;
+void profiler_end_io(uintptr_t token) noexcept;
 // In a forked child: the service thread (and any lock it held) is gone; sampling must not be touched.
 void profiler_fork_child() noexcept;
 // At exit, after the last dispatcher pass: completes a profile of the steps profiled so far, if any.

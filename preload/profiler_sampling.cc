@@ -155,11 +155,16 @@ void profiler_on_free(uint32_t slot) noexcept {
   if (g_profiler->kind == SamplerKind::kSoftware) g_profiler->software->release(slot);
 }
 
-void profiler_unprotect_io(const void* addr, size_t len) noexcept {
-  if (addr == nullptr || len == 0 || !g_sampling_active.load(std::memory_order_acquire) || g_profiler == nullptr) return;
-  if (g_profiler->kind != SamplerKind::kSoftware || g_profiler->software->armed_now() == 0) return;
-  // Never waits for the sampler's lock: this may run in a signal handler (see unprotect_for_io).
-  g_profiler->software->unprotect_for_io(reinterpret_cast<uintptr_t>(addr), len);
+uintptr_t profiler_begin_io(const void* addr, size_t len) noexcept {
+  if (addr == nullptr || len == 0 || !g_sampling_active.load(std::memory_order_acquire) || g_profiler == nullptr) return 0;
+  if (g_profiler->kind != SamplerKind::kSoftware) return 0;
+  // Takes no lock: this may run in a signal handler (see SoftwareSampler::begin_io). Guarded even while no
+  // window is armed: the owner may arm one during the call.
+  return g_profiler->software->begin_io(reinterpret_cast<uintptr_t>(addr), len);
+}
+
+void profiler_end_io(uintptr_t token) noexcept {
+  SoftwareSampler::end_io(token);
 }
 
 void profiler_fork_child() noexcept {

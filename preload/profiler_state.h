@@ -4,13 +4,13 @@
 //                        finished profile
 //   profiler_sampling.cc the sampler's half: starting and stopping it, arming it for a phase, harvesting
 //                        its counts into the builder, the software sampler's rearm tick, and the calls
-//                        program threads make into it (profiler_on_free, profiler_unprotect_io), the
+//                        program threads make into it (profiler_on_free, profiler_begin_io/end_io), the
 //                        forked child's reset
 //
 // Thread safety: one Profiler, *g_profiler, created by profiler_init() and never destroyed (frees may race
 // with exit). Its fields are guarded by its mutex `mu` (the service thread's events and tick against the
 // exit handler); the functions declared here expect the caller to hold it. g_sampling_active is read
-// without the lock by program threads (profiler_on_free, profiler_unprotect_io) and written under it (and
+// without the lock by program threads (profiler_on_free, profiler_begin_io/end_io) and written under it (and
 // without it by profiler_fork_child, in a child where no other thread runs).
 #pragma once
 

@@ -69,7 +69,7 @@ bool SoftwareSampler::start(const SoftwareSamplerOptions& options, std::string* 
     Stats& st = t->stats;
     for (auto* c : {&st.arms, &st.windows_armed, &st.skipped_small, &st.skipped_range, &st.skipped_capacity,
                     &st.mprotect_failures, &st.faults_claimed, &st.faults_retried, &st.faults_chained,
-                    &st.skipped_released, &st.skipped_duplicate, &st.releases_restored, &st.rearms,
+                    &st.skipped_released, &st.skipped_duplicate, &st.releases_restored, &st.rearms, &st.skipped_io, &st.io_unguarded,
                     &st.windows_rearmed}) {
       c->store(0, std::memory_order_relaxed);
     }
@@ -224,6 +224,12 @@ size_t SoftwareSampler::arm(const std::vector<SampleRegion>& regions, uint32_t p
       free_entry(t, w, used);
       continue;  // the entry is reused
     }
+    if (t.io_overlaps(start, start + wp * page_)) {  // a program's read() or write() is using these pages
+      st.skipped_io.fetch_add(1, std::memory_order_relaxed);
+      w.word.store(next_word(arming, kRestored), std::memory_order_release);
+      free_entry(t, w, used);
+      continue;
+    }
     st.armed_now.fetch_add(1, std::memory_order_seq_cst);  // before the protection (armed_now())
     if (os::mprotect(reinterpret_cast<void*>(start), wp * page_, PROT_NONE) != 0) {
       st.mprotect_failures.fetch_add(1, std::memory_order_relaxed);
@@ -272,6 +278,11 @@ size_t SoftwareSampler::rearm() {
     }
     const uintptr_t start = w.start.load(std::memory_order_relaxed);
     const uintptr_t end = w.end.load(std::memory_order_relaxed);
+    if (t.io_overlaps(start, end)) {  // a program's I/O call is using these pages: next rearm
+      st.skipped_io.fetch_add(1, std::memory_order_relaxed);
+      w.word.store(next_word(arming, kRestored), std::memory_order_release);
+      continue;
+    }
     st.armed_now.fetch_add(1, std::memory_order_seq_cst);  // before the protection (armed_now())
     if (os::mprotect(reinterpret_cast<void*>(start), end - start, PROT_NONE) != 0) {
       st.mprotect_failures.fetch_add(1, std::memory_order_relaxed);
@@ -325,6 +336,8 @@ SoftwareSamplerStats SoftwareSampler::stats() const {
   out.faults_retried = s.faults_retried.load();
   out.faults_chained = s.faults_chained.load();
   out.skipped_released = s.skipped_released.load();
+  out.skipped_io = s.skipped_io.load();
+  out.io_unguarded = s.io_unguarded.load();
   out.skipped_duplicate = s.skipped_duplicate.load();
   out.releases_restored = s.releases_restored.load();
   out.rearms = s.rearms.load();

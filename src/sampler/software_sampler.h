@@ -131,6 +131,8 @@ struct SoftwareSamplerStats {
   uint64_t faults_retried = 0;    // unattributed faults retried once
   uint64_t faults_chained = 0;    // faults handed to the program's disposition
   uint64_t skipped_released = 0;  // regions released after their ticket was read: not armed
+  uint64_t skipped_io = 0;        // windows not armed (or rearmed) because a program's I/O call used them
+  uint64_t io_unguarded = 0;      // I/O calls made while every guard entry was taken (begin_io returned 0)
   uint64_t skipped_duplicate = 0; // a second region for a slot in one arm()
   uint64_t releases_restored = 0; // windows restored by release() (not counted as touches)
   uint64_t rearms = 0;            // rearm() calls
@@ -170,10 +172,16 @@ class SoftwareSampler {
   // With count_as_touch, those windows are counted as touched (written) in their phase, since the
   // caller is about to access them.
   void unprotect(uintptr_t addr, size_t len, bool count_as_touch);
-  // The same for a program's I/O call, which may come from a signal handler that interrupted a thread
-  // holding the sampler's lock (Python writes its wakeup byte from one): the lock is only tried, a bounded
-  // number of times, never waited for. Returns false when it gave up (the call may then see EFAULT).
-  bool unprotect_for_io(uintptr_t addr, size_t len);
+  // A program's I/O call over [addr, addr+len) (read, recv, write, ...: the kernel returns EFAULT, or a
+  // short count, instead of faulting on a protected page): begin_io restores every window there (counted
+  // as touches) and keeps the owner from arming any window there until end_io(token). It may run in a
+  // signal handler that interrupted a thread holding the sampler's lock (Python writes its wakeup byte
+  // from one): lock-free, the fault's claim protocol per window, and it waits only, boundedly, for a
+  // window whose one mprotect call another thread is making. Returns the token for end_io (valid across
+  // a restart of the sampler); 0 when every guard entry is taken (then the windows are restored but the
+  // owner may arm them again before the call: counted in io_unguarded). Allocates nothing.
+  uintptr_t begin_io(uintptr_t addr, size_t len);
+  static void end_io(uintptr_t token);
   // Windows protected (or being protected) right now. Lock-free, any thread, never blocks. A window is
   // counted before its mprotect(PROT_NONE) and uncounted after its pages are accessible again, so 0
   // means no page is protected at this instant (a concurrent arm() may protect one right after).

@@ -53,10 +53,23 @@ struct SlotState {
 struct Stats {
   std::atomic<uint64_t> arms{0}, windows_armed{0}, armed_now{0}, skipped_small{0}, skipped_range{0},
       skipped_capacity{0}, mprotect_failures{0}, faults_claimed{0}, faults_retried{0}, faults_chained{0},
-      skipped_released{0}, skipped_duplicate{0}, releases_restored{0}, rearms{0}, windows_rearmed{0};
+      skipped_released{0}, skipped_duplicate{0}, releases_restored{0}, rearms{0}, windows_rearmed{0},
+      skipped_io{0}, io_unguarded{0};
   std::atomic<uint32_t> high_water{0};  // entries [0, high_water) may be in use
   std::atomic<uint64_t> epoch{1};       // advances at every arm/disarm
 };
+
+// A program's I/O call in flight over [lo, hi) (begin_io .. end_io): the owner arms no window that
+// overlaps it. `busy` claims the entry (0 -> 1, CAS); lo/hi are written while it is claimed and not yet
+// active; `active` (seq_cst) publishes them. The owner stores a window's kArming (seq_cst) before it
+// reads `active`, and begin_io stores `active` before it reads the windows' words: one of the two sees
+// the other (the owner skips the window, or begin_io waits for the arming and restores the window).
+struct IoGuard {
+  std::atomic<uint32_t> busy{0};
+  std::atomic<uint32_t> active{0};
+  std::atomic<uintptr_t> lo{0}, hi{0};
+};
+constexpr uint32_t kIoGuards = 256;
 
 }  // namespace software_sampler_internal
 
@@ -66,6 +79,16 @@ struct SoftwareSampler::Tables {
   std::unique_ptr<software_sampler_internal::SlotState[]> slots;    // max_slots
   std::unique_ptr<software_sampler_internal::Counters[]> counters;  // max_slots * max_phases
   software_sampler_internal::Stats stats;
+  software_sampler_internal::IoGuard io[software_sampler_internal::kIoGuards];
+
+  // Whether a program's I/O call in flight overlaps [start, end). seq_cst: see IoGuard.
+  bool io_overlaps(uintptr_t start, uintptr_t end) const {
+    for (const software_sampler_internal::IoGuard& g : io) {
+      if (g.active.load(std::memory_order_seq_cst) == 0) continue;
+      if (g.lo.load(std::memory_order_relaxed) < end && start < g.hi.load(std::memory_order_relaxed)) return true;
+    }
+    return false;
+  }
 
   software_sampler_internal::Counters& counter(uint32_t slot, uint32_t phase) {
     return counters[uint64_t{slot} * opt.max_phases + phase];

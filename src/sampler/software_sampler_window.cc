@@ -171,16 +171,68 @@ uint64_t SoftwareSampler::armed_now() const noexcept {
   return t == nullptr ? 0 : t->stats.armed_now.load(std::memory_order_acquire);
 }
 
-bool SoftwareSampler::unprotect_for_io(uintptr_t addr, size_t len) {
-  std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);
-  // The owner holds the lock while it arms (an mprotect per window): yield to it a while, then give up.
-  for (int attempt = 0; !lock.owns_lock() && attempt < 256; ++attempt) {
-    os::yield_cpu();
-    lock.try_lock();
+uintptr_t SoftwareSampler::begin_io(uintptr_t addr, size_t len) {
+  // Before, the sampler's lock was tried 256 times, the windows restored under it, and the call made
+  // after: the lock could stay taken (EFAULT for the program's read()) and a rearm between the restore
+  // and the call protected the buffer again (a short write, a short read: IoBuffers failed in 1 of 8 to
+  // 7 of 10 runs on a loaded machine). Now: the guard first, then the fault's claim protocol (claim()
+  // above) for every window the buffer overlaps, without the lock.
+  if (!started_.load(std::memory_order_acquire) || len == 0) return 0;
+  Tables* tables = tables_.load(std::memory_order_acquire);
+  if (tables == nullptr) return 0;
+  Tables& t = *tables;
+  const uintptr_t end = len > SIZE_MAX - addr ? SIZE_MAX : addr + len;
+  uintptr_t token = 0;  // the guard's address: tables are never freed while the sampler exists
+  for (uint32_t k = 0; k < kIoGuards && token == 0; ++k) {
+    uint32_t idle = 0;
+    if (t.io[k].busy.load(std::memory_order_relaxed) == 0 &&
+        t.io[k].busy.compare_exchange_strong(idle, 1, std::memory_order_acquire)) {
+      t.io[k].lo.store(addr, std::memory_order_relaxed);
+      t.io[k].hi.store(end, std::memory_order_relaxed);
+      t.io[k].active.store(1, std::memory_order_seq_cst);  // before the windows are read (IoGuard)
+      token = reinterpret_cast<uintptr_t>(&t.io[k]);
+    }
   }
-  if (!lock.owns_lock()) return false;
-  restore_overlapping(addr, len, /*count_as_touch=*/true);
-  return true;
+  if (token == 0) t.stats.io_unguarded.fetch_add(1, std::memory_order_relaxed);
+  const uint32_t n = t.stats.high_water.load(std::memory_order_acquire);
+  // kArming and kRestoring last one mprotect call of another thread; a bounded wait, so that a handler
+  // that interrupted that very thread cannot wait for it forever (the call may then see EFAULT).
+  constexpr int kMaxWaits = 1 << 14;
+  for (uint32_t i = 0; i < n; ++i) {
+    Window& w = t.windows[i];
+    for (int waits = 0;;) {
+      uint64_t word = w.word.load(std::memory_order_seq_cst);
+      const uint64_t s = state_of(word);
+      if (s == kFree || s == kRestored) break;
+      const uintptr_t start = w.start.load(std::memory_order_relaxed);
+      const uintptr_t stop = w.end.load(std::memory_order_relaxed);
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (w.word.load(std::memory_order_relaxed) != word) continue;  // reused while reading: again
+      if (start >= end || addr >= stop) break;                       // not in the buffer
+      if (s == kArmed || s == kReadOnly) {
+        if (!w.word.compare_exchange_strong(word, next_word(word, kRestoring), std::memory_order_acq_rel)) continue;
+        if (make_accessible(start, stop) != 0) {  // should not happen (no new VMA needed)
+          w.word.store(next_word(next_word(word, kRestoring), s), std::memory_order_release);
+          break;
+        }
+        // The caller is about to access the buffer: a touch (written) in its phase.
+        (s == kArmed ? count_touch(t, w, true) : count_dirtied(t, w));
+        t.stats.armed_now.fetch_sub(1, std::memory_order_relaxed);
+        w.word.store(next_word(next_word(word, kRestoring), kRestored), std::memory_order_release);
+        break;
+      }
+      if (++waits > kMaxWaits) break;
+      os::yield_cpu();
+    }
+  }
+  return token;
+}
+
+void SoftwareSampler::end_io(uintptr_t token) {
+  if (token == 0) return;
+  IoGuard& g = *reinterpret_cast<IoGuard*>(token);
+  g.active.store(0, std::memory_order_release);
+  g.busy.store(0, std::memory_order_release);
 }
 
 void SoftwareSampler::unprotect(uintptr_t addr, size_t len, bool count_as_touch) {

@@ -158,10 +158,12 @@ void StepDetector::run_period_jobs(uint64_t t) noexcept {
     const bool closes_micro_batches =
         unit >= 2 * clock_.period_ && extra > 0 && foreign_per_period >= 2 && 2 * foreign_per_period >= extra;
     const bool replaces = many_foreign && replaces_locked(t, p);
-    if (replaces && p % clock_.period_ == 0 && repeats_within(t, p, clock_.period_)) {
+    if (replaces && p % clock_.period_ == 0 && !contains_locked(t, p) && repeats_within(t, p, clock_.period_)) {
       // The locked step again, under new call-sites: a period equal to the locked one is never proposed, so
       // its multiples verify first (two steps of a torch.compile'd model, whose forward allocations changed
-      // call-site once). The step keeps its length and the steps counted under the old call-sites.
+      // call-site once). The step keeps its length and the steps counted under the old call-sites. Not when
+      // the structure contains the locked one: then that was a loop inside it (a run of one scratch buffer
+      // locked as a period of 1 in ViT-B/16's step of 94% such runs, which repeats at 1 too).
       // The step in progress under the old call-sites (it began at the old anchor and no old anchor came
       // since) ends where the first step under the new ones begins: counted now if it is complete.
       ++clock_.relocks_;

@@ -1,5 +1,6 @@
 // Process lifecycle: initialisation from the library constructor, fork handling, the service thread,
 // and the exit report.
+#include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
 #include <time.h>
@@ -288,6 +289,10 @@ void initialise() noexcept {
   }
   g_state.config = config;
   g_state.sites.skip_module_of(reinterpret_cast<const void*>(&initialise));
+  // A Python program: call-sites end at the interpreter's frames, whose return addresses change when CPython
+  // specialises the calling instruction (core/call_site.h). PyEval_EvalCode is in the module that holds the
+  // interpreter (the python executable, or libpython); null in any other program.
+  g_state.sites.stop_at_module_of(dlsym(RTLD_DEFAULT, "PyEval_EvalCode"));
   g_state.init_pid = getpid();
   {
     const ProcessIdentity id = current_identity();

@@ -9,8 +9,9 @@ namespace sentinel::rt {
 // when the file cannot be written.
 bool write_stats_json(const char* path, std::string* error) noexcept;
 
-// Writes the allocation events still in the step detector's history (the last 8192), one per line:
-// "site live_objects live_bytes size" (site in hex). Recorded traces are test input for step detection.
+// Writes the allocation events still in the step detector's history (the last StepDetector::kHistory,
+// 32,768), one per line: "site live_objects live_bytes size small_before" (site in hex). Recorded traces
+// are test input for step detection.
 bool write_event_trace(const char* path, std::string* error) noexcept;
 
 }  // namespace sentinel::rt

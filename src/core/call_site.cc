@@ -57,11 +57,15 @@ uint64_t CallSiteHasher::hash_frames(void* const* frames, int count) noexcept {
   return h;
 }
 
-void CallSiteHasher::skip_module_of(const void* address_in_module) noexcept {
+namespace {
+
+// The lowest and highest address of the loaded segments of the module that contains `address` (0, 0 when
+// none does).
+void module_range(const void* address, uintptr_t* lo_out, uintptr_t* hi_out) noexcept {
   struct Search {
     uintptr_t address;
     uintptr_t lo = 0, hi = 0;
-  } search{reinterpret_cast<uintptr_t>(address_in_module)};
+  } search{reinterpret_cast<uintptr_t>(address)};
   dl_iterate_phdr(
       [](dl_phdr_info* info, size_t, void* data) -> int {
         auto* s = static_cast<Search*>(data);
@@ -79,8 +83,22 @@ void CallSiteHasher::skip_module_of(const void* address_in_module) noexcept {
         return 1;
       },
       &search);
-  own_lo_ = search.lo;
-  own_hi_ = search.hi;
+  *lo_out = search.lo;
+  *hi_out = search.hi;
+}
+
+}  // namespace
+
+void CallSiteHasher::skip_module_of(const void* address_in_module) noexcept {
+  module_range(address_in_module, &own_lo_, &own_hi_);
+}
+
+void CallSiteHasher::stop_at_module_of(const void* address_in_module) noexcept {
+  if (address_in_module == nullptr) {
+    stop_lo_ = stop_hi_ = 0;
+    return;
+  }
+  module_range(address_in_module, &stop_lo_, &stop_hi_);
 }
 
 namespace {
@@ -118,7 +136,14 @@ uint64_t CallSiteHasher::capture(uint32_t depth, uint32_t skip) noexcept {
     ++first;
   }
   if (n <= first) return 0;
-  const int count = n - first < static_cast<int>(depth) ? n - first : static_cast<int>(depth);
+  int count = n - first < static_cast<int>(depth) ? n - first : static_cast<int>(depth);
+  // Up to the interpreter's first frame, at least one frame (stop_at_module_of).
+  for (int i = 1; i < count; ++i) {
+    if (reinterpret_cast<uintptr_t>(frames[first + i]) - stop_lo_ < stop_hi_ - stop_lo_) {
+      count = i;
+      break;
+    }
+  }
   return hash_frames(frames + first, count);
 }
 

@@ -34,6 +34,16 @@ class CallSiteHasher {
   // Frames whose address lies in the loaded module that contains `address_in_module` are skipped at
   // the inner end of every captured stack. Call once, before capture() is used concurrently.
   void skip_module_of(const void* address_in_module) noexcept;
+  // The hash ends before the first frame (after the skipped ones) inside the loaded module that contains
+  // `address_in_module`: the Python interpreter's. Its frames above a call into native code say which
+  // kind of bytecode instruction made the call, and CPython (3.11 on) specialises an instruction after it
+  // has run a few times (a CALL becomes CALL_BUILTIN_FAST_WITH_KEYWORDS), which changes those return
+  // addresses once, a few training steps in: the call-site of every tensor allocated straight from Python
+  // code (torch.compile's generated wrapper: torch.empty_strided) would change. What lies below them
+  // (the Python source line) is not in the native stack anyway. A stack whose first frame is in that
+  // module (the interpreter allocating for itself) hashes that one frame. Call once, before capture() is
+  // used concurrently; a null address (no such module) leaves every stack whole.
+  void stop_at_module_of(const void* address_in_module) noexcept;
 
   // Hash of an explicit list of return addresses (for tests and for capture()).
   uint64_t hash_frames(void* const* frames, int count) noexcept;
@@ -59,6 +69,8 @@ class CallSiteHasher {
   };
   uintptr_t own_lo_ = 0;  // [own_lo_, own_hi_): the skipped module's mapped segments
   uintptr_t own_hi_ = 0;
+  uintptr_t stop_lo_ = 0;  // [stop_lo_, stop_hi_): the module whose frames end a stack's hash
+  uintptr_t stop_hi_ = 0;
   Entry cache_[kCacheSize] = {};
   std::atomic<uint64_t> misses_{0};
   std::atomic<uint32_t> unwinding_{0};  // captures in progress

@@ -157,12 +157,39 @@ void StepDetector::run_period_jobs(uint64_t t) noexcept {
     // may verify for a while with the stray as its one foreign event.
     const bool closes_micro_batches =
         unit >= 2 * clock_.period_ && extra > 0 && foreign_per_period >= 2 && 2 * foreign_per_period >= extra;
-    if ((many_foreign && replaces_locked(t, p)) || (closes_micro_batches && contains_locked(t, p))) {
+    const bool replaces = many_foreign && replaces_locked(t, p);
+    if (replaces && p % clock_.period_ == 0 && !contains_locked(t, p) && repeats_within(t, p, clock_.period_)) {
+      // The locked step again, under new call-sites: a period equal to the locked one is never proposed, so
+      // its multiples verify first (two steps of a torch.compile'd model, whose forward allocations changed
+      // call-site once). The step keeps its length and the steps counted under the old call-sites. Not when
+      // the structure contains the locked one: then that was a loop inside it (a run of one scratch buffer
+      // locked as a period of 1 in ViT-B/16's step of 94% such runs, which repeats at 1 too).
+      // The step in progress under the old call-sites (it began at the old anchor and no old anchor came
+      // since) ends where the first step under the new ones begins: counted now if it is complete.
+      ++clock_.relocks_;
+      const uint64_t in_progress = clock_.events_ - clock_.step_events_;
+      const bool was_complete = clock_.step_events_ > 0 && clock_.step_complete(false);
+      if (was_complete) ++clock_.complete_steps_;
+      recount_ = Recount{true, in_progress + (was_complete ? 1 : 0), !was_complete};
+      lock_on_period(t, clock_.period_);
+      recount_ = Recount{};
+      return;
+    }
+    if (replaces || (closes_micro_batches && contains_locked(t, p))) {
       ++clock_.relocks_;
       lock_on_period(t, p);
       return;
     }
   }
+}
+
+// Whether the last p events up to t repeat with the shorter period q (a divisor of p): at most one in ten
+// differs from the event q earlier, as in a period's verification. Scans p events, once per decision.
+bool StepDetector::repeats_within(uint64_t t, uint32_t p, uint32_t q) const noexcept {
+  if (q == 0 || q >= p) return false;
+  uint32_t mismatches = 0;
+  for (uint64_t e = t + 1 - p; e <= t; ++e) mismatches += same(e, e - q) ? 0 : 1;
+  return mismatches * 10 <= p;
 }
 
 // How often the foreign allocations (call-sites the locked step does not have) of the last p events up to
@@ -192,7 +219,7 @@ uint32_t StepDetector::foreign_repeats(uint64_t t, uint32_t p) noexcept {
 // Whether the window a period p verified over (its events that repeat, among the last max(p, kMinWindow) up
 // to t) reaches the high point of memory of the stretch that leads to it. Going back from the window to the
 // last low point (an event with more than kLowSlack objects fewer alive than anywhere in the window, at most
-// kMaxPeriod events back), memory may not rise higher than the window does (tolerance below). A training
+// kSwingLookback events back), memory may not rise higher than the window does (tolerance below). A training
 // step's forward pass builds up its activations and its backward pass frees them: a whole step spans this
 // swing, and the step before it (back to the same low point) rose as high. A loop inside the backward pass (a
 // recurrent net's time loop) runs with the forward's peak behind it: it is not the step, which verifies
@@ -200,8 +227,8 @@ uint32_t StepDetector::foreign_repeats(uint64_t t, uint32_t p) noexcept {
 // it. Not caught: a loop before the step's peak (a time loop of the forward pass whose per-step tensors are
 // freed at once), which looks like a flat loop until the step goes on; the whole step replaces it once it has
 // repeated (replaces_locked). Known cost: a peak of memory before training that exceeds the step's (a data
-// set built and freed) delays the first lock until it is kMaxPeriod events old. Runs only for a candidate
-// that verified while nothing is locked; scans at most kMaxPeriod + window events.
+// set built and freed) delays the first lock until it is kSwingLookback events old. Runs only for a candidate
+// that verified while nothing is locked; scans at most kSwingLookback + window events.
 bool StepDetector::spans_the_swing(uint64_t t, uint32_t p) const noexcept {
   const uint64_t window = p > kMinWindow ? p : kMinWindow;
   const uint64_t first = t + 1 - window;
@@ -216,7 +243,7 @@ bool StepDetector::spans_the_swing(uint64_t t, uint32_t p) const noexcept {
   if (window_high == 0) return true;  // no event repeats (cannot happen after verification)
   const uint64_t oldest = total_events_ > kHistory ? total_events_ - kHistory : 0;
   uint64_t before_high = 0;
-  for (uint64_t q = first; q > oldest && first - q < kMaxPeriod;) {
+  for (uint64_t q = first; q > oldest && first - q < kSwingLookback;) {
     --q;
     if (at(q).live_objects + kLowSlack < fewest) {
       low = std::min(low, at(q).live_bytes);
@@ -320,92 +347,7 @@ bool StepDetector::lock_on_part(uint64_t t, uint64_t start, uint32_t p) noexcept
   return false;
 }
 
-// --- same shape ----------------------------------------------------------------------------------
-
-void StepDetector::propose_shape(uint64_t t, const uint64_t* previous) noexcept {
-  if (shape_.active) return;
-  const uint64_t site = at(t).site;
-  if (clock_.locked_ && site == clock_.anchor_site_) return;  // the locked structure already begins here
-  // A tensor close to the object threshold (the smallest size seen) may be too small to be an object in
-  // the next step, when shapes vary: such a call-site would miss steps as an anchor.
-  if (at(t).size < 2 * smallest_size_) return;
-  // Segments of one occurrence of the site each or, for a site that recurs within fewer events than a
-  // step has (once per layer of two, say), of two occurrences.
-  for (uint32_t m = 1; m <= kPositionsPerSite / 2; ++m) {
-    if (previous[2 * m - 1] == 0) return;
-    const uint64_t b = previous[m - 1] - 1, a = previous[2 * m - 1] - 1;
-    if (t - b < kMinWindow || b - a < kMinWindow) continue;
-    if (m > 1 && t - (previous[0] - 1) >= kMinWindow) return;
-    if (t - b > kMaxPeriod || b - a > kMaxPeriod || t - a > kHistory / 2) return;
-    // Both earlier occurrences are low points too (see kLowSlack).
-    const uint32_t objects = at(t).live_objects;
-    if (at(b).live_objects > objects + kLowSlack || at(a).live_objects > objects + kLowSlack) return;
-    shape_ = ShapeJob{true, a, b, t, a, ++shape_serial_, 0, 0, 0, 0, m};
-    return;
-  }
-}
-
-StepDetector::ShapeSite* StepDetector::find_shape_site(uint64_t site) noexcept {
-  uint32_t at = static_cast<uint32_t>(mix64(site)) & (kCycleSlots - 1);
-  for (uint32_t probe = 0; probe < 64; ++probe, at = (at + 1) & (kCycleSlots - 1)) {
-    ShapeSite& c = shape_sites_[at];
-    if (c.site == site) return &c;
-    if (c.in_a != shape_.serial && c.in_b != shape_.serial) {  // free for this job
-      c = ShapeSite{site, 0, 0};
-      return &c;
-    }
-  }
-  return nullptr;  // crowded: the site counts as absent
-}
-
-void StepDetector::run_shape_job(uint64_t t) noexcept {
-  ShapeJob& j = shape_;
-  if (!j.active) return;
-  const uint32_t low = at(j.c).live_objects;
-  for (uint32_t n = 0; n < kShapeBudget && j.cursor < j.c; ++n, ++j.cursor) {
-    const Event& e = at(j.cursor);
-    if (e.live_objects + kLowSlack < low) {  // the candidate is not at a low point of memory
-      j.active = false;
-      return;
-    }
-    // The distinct call-sites of each segment (a loop adds nothing after its first iteration, so a
-    // longer or shorter loop gives the same set), counting only allocations well above the object
-    // threshold (see build_cycle); those of the second segment also found in the first.
-    if (e.size < 2 * smallest_size_) continue;
-    ShapeSite* s = find_shape_site(e.site);
-    if (s == nullptr) continue;
-    if (j.cursor < j.b) {
-      if (s->in_a != j.serial) {
-        s->in_a = j.serial;
-        ++j.distinct_a;
-      }
-    } else if (s->in_b != j.serial) {
-      s->in_b = j.serial;
-      ++j.distinct_b;
-      if (s->in_a == j.serial) ++j.common;
-      if (clock_.locked_ && clock_.find_cycle_site(e.site)->per_step == 0) ++j.foreign;
-    }
-  }
-  if (j.cursor < j.c) return;
-  j.active = false;
-  // The same call-sites, but for a few whose tensors are objects in one step and too small in another.
-  const uint32_t most = j.distinct_a > j.distinct_b ? j.distinct_a : j.distinct_b;
-  if (j.distinct_b < 4 || j.common * 10 < most * 9) return;
-  const uint64_t site = at(j.c).site;
-  for (uint64_t q = j.c + 1; q <= t; ++q) {
-    if (at(q).site == site) return;  // a newer occurrence proposes itself
-  }
-  const uint32_t p = static_cast<uint32_t>(j.c - j.b);
-  // foreign counts distinct call-sites here.
-  const bool switching = clock_.locked_ && j.foreign * 10 > j.distinct_b && replaces_locked(t, p);
-  if (clock_.locked_ && !switching) return;
-  if (switching) ++clock_.relocks_;
-  if (j.per_step > 1) {
-    build_cycle(j.b, p);  // for lock_on_part's coverage
-    if (lock_on_part(t, j.c, p)) return;
-  }
-  lock(t, j.c, j.b, p, site, j.per_step);
-}
+// --- replacing the locked step ------------------------------------------------------------------
 
 // A new structure with foreign call-sites (the last p events up to t) replaces the locked one if it
 // contains the locked one (at least 90% of its call-sites: the locked one was an inner loop of it), or
@@ -437,9 +379,11 @@ void StepDetector::lock(uint64_t t, uint64_t start, uint64_t cycle_from, uint32_
 
   // Count the complete steps still in the history, replaying it with the boundary rule of clock_.begins_step()
   // from the first occurrence of the anchor at the start's level of live objects (a step start).
-  const uint64_t oldest = t + 1 > kHistory ? t + 1 - kHistory : 0;
+  // From the oldest event, or (recount_.keep) from the step in progress under the structure replaced, keeping
+  // the steps counted under it: the same step under new call-sites.
+  const uint64_t oldest = std::max(t + 1 > kHistory ? t + 1 - kHistory : 0, recount_.keep ? recount_.from : 0);
   const uint32_t needed = (clock_.cycle_distinct_ * 9 + 9) / 10;
-  clock_.complete_steps_ = 0;
+  if (!recount_.keep) clock_.complete_steps_ = 0;
   bool in_step = false;
   uint32_t seen = 0, covered = 0, mark = 0;
   // What precedes the first step start is counted too if it covers the step: when the anchor is the
@@ -450,7 +394,7 @@ void StepDetector::lock(uint64_t t, uint64_t start, uint64_t cycle_from, uint32_
     const bool begins = !in_step ? e.site == clock_.anchor_site_ && e.live_objects <= clock_.start_objects_
                                  : clock_.begins_step(e.site, e.live_objects, seen, covered >= needed);
     if (begins) {
-      if (covered >= needed) ++clock_.complete_steps_;
+      if (covered >= needed && (in_step || recount_.lead)) ++clock_.complete_steps_;
       in_step = true;
       seen = 1;
       covered = 0;
@@ -464,7 +408,7 @@ void StepDetector::lock(uint64_t t, uint64_t start, uint64_t cycle_from, uint32_
       ++covered;
     }
   }
-  if (covered >= needed) ++clock_.complete_steps_;
+  if (covered >= needed && (in_step || recount_.lead)) ++clock_.complete_steps_;
 
   // The step in progress began at `start`.
   clock_.begin_step(at(start).site, at(start).size);

@@ -52,6 +52,12 @@
 // second model is re-detected). A multiple of the step, an evaluation pass (its forward is part of the
 // step), a step of another length or another inner loop of the step never replace it. On a switch the
 // steps still in the history are counted again under the new structure; relocks() counts switches.
+// One exception: a structure that replaces the locked one and is a multiple of its length, whose events
+// repeat at the locked length too (at most 10% differ), is the same step under new call-sites (a model
+// wrapped in torch.compile changes the call-site of its compiled forward's allocations once, a few steps
+// in): the locked length is kept, with the new call-sites, and the steps completed before it are kept
+// rather than counted again (a period equal to the locked one is never proposed, so its multiple is what
+// verifies).
 //
 // A step is complete when at least 90% of the distinct call-sites of the learned step occurred in it
 // (counting only call-sites with an allocation of at least twice the smallest size seen, see 2.).
@@ -76,10 +82,10 @@
 // period candidates, kShapeBudget = 128 events of shape verification, two 16-probe site lookups and O(1) step
 // bookkeeping. Rarely, one call does more, once per decision: a candidate that verifies while locked scans
 // its p <= kMaxPeriod events (does it contain the locked step?); one that verifies before the first lock
-// scans at most kMaxPeriod + max(p, 32) events (spans_the_swing; after a rejection nothing locks until the
+// scans at most kSwingLookback + max(p, 32) events (spans_the_swing; after a rejection nothing locks until the
 // rejected window has passed: at most one such scan per 32 events); and the call that locks or switches
-// builds the cycle tables (clears kCycleSlots = 8192 slots, p events) and recounts the history (kHistory =
-// 8192 events); this happens a handful of times per run.
+// builds the cycle tables (clears kCycleSlots = 32,768 slots, p events) and recounts the history (kHistory =
+// 32,768 events); this happens a handful of times per run.
 //
 // Thread safety: none; the caller serialises calls. Never allocates (fixed arrays); no system calls.
 #pragma once
@@ -92,14 +98,17 @@ namespace sentinel {
 
 class StepDetector {
  public:
-  static constexpr uint32_t kHistory = 8192;   // events kept, power of two
   static constexpr uint32_t kMaxPeriod = StepClock::kMaxPeriod;  // longest step, in events
+  static constexpr uint32_t kHistory = 2 * kMaxPeriod;  // events kept, power of two
   static constexpr uint32_t kMinWindow = 32;    // fewest events a period is verified over
   static constexpr uint32_t kPeriodJobs = 4;    // period candidates verified at once
   static constexpr uint32_t kCompareBudget = 32;  // older events compared per candidate per call
   static constexpr uint32_t kShapeBudget = 128;   // events of shape verification per call
   static constexpr uint32_t kStaleEvents = 64;    // see replaces_locked()
   static constexpr uint32_t kWorkSlack = 8;       // see alike_work()
+  // How far back spans_the_swing() looks for the low point before a window (what it was when kMaxPeriod was
+  // 4096: a start-up peak of memory delays the first lock until it is this many events old, no longer).
+  static constexpr uint32_t kSwingLookback = 4096;
 
   // Feeds one allocation event. `small_before`: allocations below the object threshold that the
   // allocating thread made since its previous object (see "Work between objects" above; 0 when unknown, as
@@ -228,6 +237,7 @@ class StepDetector {
   bool replaces_locked(uint64_t t, uint32_t p) noexcept;
   bool contains_locked(uint64_t t, uint32_t p) noexcept;
   uint32_t foreign_repeats(uint64_t t, uint32_t p) noexcept;
+  bool repeats_within(uint64_t t, uint32_t p, uint32_t q) const noexcept;
   bool foreign(uint64_t q) noexcept;
 
   Event history_[kHistory] = {};
@@ -257,6 +267,15 @@ class StepDetector {
   uint32_t unspanned_period_ = 0;  // the period last rejected by spans_the_swing(): not proposed, and
   uint64_t unspanned_until_ = 0;   // no period locked, before this event
 
+  // How lock() counts the steps in the history: all of them again (keep false), or keeping the complete
+  // steps counted so far and counting from event `from` on, where what precedes the first step start counts
+  // as a step only if `lead` (not when it is the end of a step counted already).
+  struct Recount {
+    bool keep = false;
+    uint64_t from = 0;
+    bool lead = true;
+  };
+  Recount recount_;
   uint32_t search_serial_ = 0;     // marks of coverage_between() and lock_on_part() (CycleSite::search_mark)
   // foreign(): per history event, (cycle_epoch_ << 1 | foreign) for the cycle of that epoch.
   uint32_t foreign_marks_[kHistory] = {};

@@ -40,6 +40,24 @@ TEST(CallSite, SameCallSiteSameHashDifferentCallSitesDiffer) {
   EXPECT_NE(a1, b);
 }
 
+// The interpreter's frames end a call-site (stop_at_module_of): with this test program as the "interpreter",
+// the hash keeps only the innermost frame (capture's own return into capture_here), the same for both
+// callers; with a module the stacks do not pass through (libc's), or none, the callers differ again.
+TEST(CallSite, FramesOfTheStopModuleEndTheHash) {
+  g_hasher.stop_at_module_of(reinterpret_cast<const void*>(&site_a));
+  const uint64_t a = site_a(), b = site_b();
+  g_hasher.stop_at_module_of(reinterpret_cast<const void*>(&::dladdr));
+  const uint64_t a_libc = site_a(), b_libc = site_b();
+  g_hasher.stop_at_module_of(nullptr);
+  const uint64_t a_whole = site_a(), b_whole = site_b();
+  EXPECT_NE(a, 0u);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a_libc, b_libc);
+  EXPECT_EQ(a_libc, a_whole);
+  EXPECT_EQ(b_libc, b_whole);
+  EXPECT_NE(a, a_whole);
+}
+
 TEST(CallSite, NormalisedAddressesAreModuleRelative) {
   // Two addresses in the same module map to hashes that differ exactly by their offset difference
   // (the module part is the same), so the same code gives the same value wherever it is loaded.

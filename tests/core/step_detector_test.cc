@@ -1,4 +1,5 @@
 #include "core/step_detector.h"
+#include "step_program.h"
 
 #include <gtest/gtest.h>
 
@@ -13,38 +14,6 @@
 
 namespace sentinel {
 namespace {
-
-// Plays a program's large allocations and frees into a detector, keeping live counts as the runtime
-// does, and records which events began a step.
-class Program {
- public:
-  Program() : d_(std::make_unique<StepDetector>()) {}
-  // small_before: allocations below the object threshold since the previous object (the work between).
-  uint64_t alloc(uint64_t site, uint64_t size, uint32_t small_before = 0) {
-    const bool boundary = d_->observe(site, static_cast<uint32_t>(live_.size()), live_bytes_, size, small_before);
-    if (boundary) boundaries_.push_back(events_);
-    ++events_;
-    const uint64_t id = next_id_++;
-    live_[id] = size;
-    live_bytes_ += size;
-    return id;
-  }
-  void free(uint64_t id) {
-    live_bytes_ -= live_[id];
-    live_.erase(id);
-  }
-  StepDetector& detector() { return *d_; }
-  const std::vector<uint64_t>& boundaries() const { return boundaries_; }
-  uint64_t events() const { return events_; }
-
- private:
-  std::unique_ptr<StepDetector> d_;
-  std::map<uint64_t, uint64_t> live_;
-  uint64_t live_bytes_ = 0;
-  uint64_t next_id_ = 1;
-  uint64_t events_ = 0;
-  std::vector<uint64_t> boundaries_;
-};
 
 // A training step of `layers` identical layers: the same call-sites and sizes in every layer, as in an
 // MLP of equal widths. Returns the number of allocation events per step.
@@ -404,7 +373,12 @@ INSTANTIATE_TEST_SUITE_P(Traces, StepDetectorRecorded,
                                            // 20 time steps, hidden 64, Adam) at 64K, whose only objects
                                            // are four gate buffers per step, after a start-up temporary a
                                            // little above them (spans_the_swing must not reject it).
-                                           RecordedTrace{"gru_cls_64k_30steps.trace", 4, 30, 0, 0}));
+                                           RecordedTrace{"gru_cls_64k_30steps.trace", 4, 30, 0, 0},
+                                           // GPT-2 (transformers) in torch.compile on PyTorch 2.x, recorded
+                                           // before call-sites ended at the interpreter's frames: the compiled
+                                           // forward's and backward's call-sites change once, at step 7; the
+                                           // step is kept (one switch, to the same length).
+                                           RecordedTrace{"gpt2_compiled_16steps.trace", 68, 16, 0, 1}));
 
 }  // namespace
 }  // namespace sentinel

@@ -1,0 +1,143 @@
+// The step detector on the shapes of event stream that public models produce (docs/step-detection.md,
+// "Models people train"): a vision transformer whose step is longer than 4,096 events, most of them runs of
+// one scratch buffer, and a torch.compile'd model whose call-sites change once a few steps in.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "core/step_detector.h"
+#include "step_program.h"
+
+namespace sentinel {
+namespace {
+
+void startup(Program& prog) {
+  for (int i = 0; i < 40; ++i) prog.alloc(500 + i % 3, 100000 + i);  // weights created at start-up
+}
+
+// One training step of ViT-B/16 as Debian's PyTorch 1.13 runs it at 128 px and more (recorded with
+// SENTINEL_TRACE, tests/torch/programs/zoo.py --arch vit_b_16 --size 128 --batch 4): each batched matmul of
+// attention (two per layer forward, four backward) takes a 512 KiB scratch buffer per matrix, batch x heads
+// of them, each freed before the next, after the same few small requests: runs of identical events, 80% of
+// the step. Each run verifies as a period of 1 and memory is still rising in the forward pass, so a run is
+// locked first; the whole step (6 * layers * matrices events and more) must replace it. Returns the events of
+// the step.
+uint32_t vit_step(Program& prog, int layers, int matrices) {
+  uint32_t events = 0;
+  auto a = [&](uint64_t site, uint64_t size, uint32_t work) {
+    ++events;
+    return prog.alloc(site, size, work);
+  };
+  auto scratch = [&](uint64_t site) {
+    for (int m = 0; m < matrices; ++m) prog.free(a(site, 524288, m == 0 ? 9 : 6));
+  };
+  const uint64_t input = a(1, 786432, 60);
+  std::vector<uint64_t> kept{a(2, 798720, 30)};  // patch embedding
+  for (int l = 0; l < layers; ++l) {
+    kept.push_back(a(10, 798720, 12));   // layer norm
+    kept.push_back(a(11, 2396160, 20));  // q, k, v
+    scratch(40);                         // q @ k^T
+    kept.push_back(a(12, 3194880, 13));  // attention weights
+    scratch(41);                         // weights @ v
+    kept.push_back(a(13, 798720, 15));   // out projection
+    kept.push_back(a(14, 3194880, 41));  // MLP hidden
+    kept.push_back(a(15, 798720, 82));   // MLP out, residual
+  }
+  const uint64_t logits = a(3, 307200, 47);
+  prog.free(a(4, 307200, 900));  // gradient of the loss
+  prog.free(logits);
+  for (int l = layers - 1; l >= 0; --l) {
+    prog.free(a(50, 3194880, 23));  // MLP gradients
+    prog.free(a(51, 798720, 24));
+    scratch(60);  // the four matmuls of attention's backward
+    scratch(61);
+    prog.free(a(52, 2396160, 34));
+    scratch(62);
+    scratch(62);
+    for (int k = 0; k < 6; ++k) {
+      prog.free(kept.back());
+      kept.pop_back();
+    }
+  }
+  prog.free(kept.back());
+  for (int k = 0; k < 8; ++k) prog.free(a(70, 2359296, 20));  // SGD's momentum and weight-decay temporaries
+  prog.free(input);
+  return events;
+}
+
+// 64 matrices: 4,728 events per step, 97% of them scratch buffers. Not yet found: 192 matrices (batch 16 x 12
+// heads, 13,944 events, 99% scratch; docs/step-detection.md).
+TEST(StepDetectorModels, FindsAVisionTransformerStepOfRunsOfScratchBuffers) {
+  Program prog;
+  startup(prog);
+  uint32_t per_step = 0;
+  constexpr int kSteps = 5;
+  for (int s = 0; s < kSteps; ++s) per_step = vit_step(prog, 12, 64);
+  ASSERT_GT(per_step, 4096u);  // longer than the longest step the detector used to take
+  ASSERT_LE(per_step, StepDetector::kMaxPeriod);
+  prog.detector().finish();
+  EXPECT_EQ(prog.detector().period(), per_step);
+  EXPECT_EQ(prog.detector().complete_steps(), uint64_t{kSteps});
+  // The whole step replaced the runs of scratch buffers by the third step.
+  EXPECT_LT(prog.detector().lock_event(), 40 + 3u * per_step);
+  ASSERT_FALSE(prog.boundaries().empty());
+  EXPECT_EQ((prog.boundaries().back() - 40) % per_step, 0u);
+}
+
+// A model wrapped in torch.compile, as its allocations reach the runtime (tests/core/data/
+// gpt2_compiled_16steps.trace): the compiled forward's buffers come from one call-site (torch.empty_strided
+// in the generated wrapper), the backward's from another, AdamW's from two more, 68 events in all. After a
+// few steps the forward's and the backward's call-sites change once (CPython specialised the calls in the
+// wrapper; core/call_site.h now ends a call-site at the interpreter's frames, but any such change must not
+// cost steps): two steps under the new call-sites verify first (a period equal to the locked one is never
+// proposed); the detector must keep the step's length and every step counted.
+void compiled_step(Program& prog, uint64_t forward, uint64_t backward) {
+  std::vector<uint64_t> saved;
+  saved.push_back(prog.alloc(forward, 262144, 241));
+  for (int k = 1; k < 22; ++k) {
+    saved.push_back(prog.alloc(forward, k % 4 == 0 ? 1048576 : 262144, 3 + k % 5));
+    if (k == 5 || k == 17) prog.free(prog.alloc(9, 262144, 10));  // a kernel's own buffer
+  }
+  std::vector<uint64_t> grads;  // the parameters' gradients, alive until the next step's zero_grad()
+  for (int k = 0; k < 15; ++k) {
+    grads.push_back(prog.alloc(backward, k == 0 ? 4096000 : 262144, k == 0 ? 313 : 13));
+    if (k < 11) {
+      prog.free(prog.alloc(7, 262144, 22));  // an input gradient
+      prog.free(saved.back());
+      saved.pop_back();
+    }
+  }
+  for (uint64_t s : saved) prog.free(s);
+  for (int k = 0; k < 9; ++k) {  // AdamW, one parameter at a time
+    const uint64_t u = prog.alloc(20, 262144, k == 0 ? 960 : 179);
+    prog.free(prog.alloc(21, 262144, 11));
+    prog.free(u);
+  }
+  for (uint64_t g : grads) prog.free(g);
+}
+
+TEST(StepDetectorModels, KeepsTheStepWhenItsCallSitesChangeOnce) {
+  Program prog;
+  startup(prog);
+  constexpr int kSteps = 16;
+  uint64_t step_events = 0;
+  for (int s = 0; s < kSteps; ++s) {
+    const uint64_t before = prog.events();
+    if (s < 7) {
+      compiled_step(prog, 100, 200);
+    } else {
+      compiled_step(prog, 101, 201);  // specialised: new return addresses in the caller's frames
+    }
+    step_events = prog.events() - before;
+  }
+  prog.detector().finish();
+  ASSERT_EQ(step_events, 68u);
+  EXPECT_EQ(prog.detector().period(), step_events);
+  EXPECT_EQ(prog.detector().complete_steps(), uint64_t{kSteps});
+  EXPECT_EQ(prog.detector().relocks(), 1u);
+  EXPECT_TRUE(prog.detector().on_cycle());
+}
+
+}  // namespace
+}  // namespace sentinel

@@ -50,6 +50,10 @@ void expose_object(const ObjectRecord& r) noexcept;
 void poison_extent(const ObjectRecord& r) noexcept;
 // Raises the peak of live object bytes (and with it the heap's cache limit) to `live`.
 void update_peak(uint64_t live) noexcept;
+// Records a free or resize of the object in `slot` (its record `r`, `size` bytes, `live_bytes` live after
+// it) as an event stamped by the step clock, when events are on (profiling or managed mode).
+void push_object_event(ObjectEventKind kind, uint32_t slot, const ObjectRecord& r, uint64_t size,
+                       uint64_t live_bytes) noexcept;
 
 struct ObjectRequest {
   size_t size = 0;

@@ -20,7 +20,6 @@
 
 #include "migration.h"
 #include "object_path.h"
-#include "os/measure_clock.h"
 #include "os/os.h"
 #include "real_malloc.h"
 #include "runtime.h"
@@ -111,15 +110,7 @@ void resize_in_place(uint32_t slot, ObjectRecord& r, size_t size) noexcept {
   } else {
     live = s.counters.live_bytes.fetch_sub(old_size - size, std::memory_order_relaxed) - (old_size - size);
   }
-  if (s.events_enabled.load(std::memory_order_relaxed)) {
-    const uint64_t at_ns = os::measure_ns();  // the events' clock (os/measure_clock.h)
-    SpinGuard clock(s.clock_lock);
-    const StepClock& k = s.steps.clock();
-    s.events.push(ObjectEvent{ObjectEventKind::kResize, r.pool.load(std::memory_order_relaxed), slot,
-                              r.generation.load(std::memory_order_relaxed), r.occurrence, k.event_in_step(),
-                              k.period(), k.step_index(), k.relocks(), r.tag, r.site, size, r.extent_bytes, at_ns,
-                              live, s.clock_ticks});
-  }
+  push_object_event(ObjectEventKind::kResize, slot, r, size, live);
 }
 
 }  // namespace

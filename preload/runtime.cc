@@ -230,6 +230,19 @@ __attribute__((noinline)) void* alloc_object(const ObjectRequest& q, bool* zeroe
   return reinterpret_cast<void*>(r.start);
 }
 
+void push_object_event(ObjectEventKind kind, uint32_t slot, const ObjectRecord& r, uint64_t size,
+                       uint64_t live_bytes) noexcept {
+  State& s = g_state;
+  if (!s.events_enabled.load(std::memory_order_relaxed)) return;
+  const uint64_t at_ns = os::measure_ns();  // the events' clock (os/measure_clock.h)
+  SpinGuard clock(s.clock_lock);
+  const StepClock& k = s.steps.clock();
+  s.events.push(ObjectEvent{kind, r.pool.load(std::memory_order_relaxed), slot,
+                            r.generation.load(std::memory_order_relaxed), r.occurrence, k.event_in_step(), k.period(),
+                            k.step_index(), k.relocks(), r.tag, r.site, size, r.extent_bytes, at_ns, live_bytes,
+                            s.clock_ticks});
+}
+
 bool retire_object(uint32_t slot) noexcept {
   State& s = g_state;
   ObjectRecord& r = s.heap.record(slot);
@@ -243,15 +256,7 @@ bool retire_object(uint32_t slot) noexcept {
   s.counters.objects_freed.fetch_add(1, std::memory_order_relaxed);
   s.counters.live_objects.fetch_sub(1, std::memory_order_relaxed);
   const uint64_t live_after = s.counters.live_bytes.fetch_sub(size, std::memory_order_relaxed) - size;
-  if (s.events_enabled.load(std::memory_order_relaxed)) {
-    const uint64_t at_ns = os::measure_ns();
-    SpinGuard clock(s.clock_lock);
-    const StepClock& k = s.steps.clock();
-    s.events.push(ObjectEvent{ObjectEventKind::kFree, r.pool.load(std::memory_order_relaxed), slot,
-                              r.generation.load(std::memory_order_relaxed), r.occurrence, k.event_in_step(),
-                              k.period(), k.step_index(), k.relocks(), r.tag, r.site, size, r.extent_bytes, at_ns,
-                              live_after, s.clock_ticks});
-  }
+  push_object_event(ObjectEventKind::kFree, slot, r, size, live_after);
   // No sampled window may stay protected once the extent can be handed to another object.
   profiler_on_free(slot);
   return true;

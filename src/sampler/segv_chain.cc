@@ -69,6 +69,14 @@ void SegvChain::get(struct sigaction* out) {
   std::memcpy(out, &g_slots[g_current.load(std::memory_order_acquire)], sizeof *out);
 }
 
+bool SegvChain::fault_is_fatal(const siginfo_t* info) {
+  if (info == nullptr || info->si_code <= 0) return false;  // a sent signal: the program's business
+  struct sigaction act;
+  get(&act);
+  return (act.sa_flags & SA_SIGINFO) != 0 ? act.sa_sigaction == nullptr
+                                          : act.sa_handler == SIG_DFL || act.sa_handler == SIG_IGN;
+}
+
 void SegvChain::deliver(int sig, siginfo_t* info, void* ucontext) {
   struct sigaction act;
   get(&act);

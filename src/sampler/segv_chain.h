@@ -48,6 +48,9 @@ class SegvChain {
   //  - SIG_IGN: a sent signal is dropped; a hardware fault cannot be ignored (the kernel would kill),
   //    so it is treated as SIG_DFL.
   static void deliver(int sig, siginfo_t* info, void* ucontext);
+  // Whether deliver() would end the process: a hardware fault (si_code > 0) with no program handler.
+  // Async-signal-safe.
+  static bool fault_is_fatal(const siginfo_t* info);
 };
 
 }  // namespace sentinel

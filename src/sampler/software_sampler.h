@@ -206,6 +206,8 @@ class SoftwareSampler {
  private:
   void restore_overlapping(uintptr_t addr, size_t len, bool count_as_touch);  // caller holds mu_
   static void on_signal(int sig, siginfo_t* info, void* ucontext);
+  // One line on stderr (write(2), async-signal-safe) about a fault that is about to kill the program.
+  static void note_fatal_fault(const Tables* t, const siginfo_t* info, const void* ucontext);
   bool claim(Tables& t, uintptr_t addr, void* ucontext);
   void restore_window(Tables& t, Window& w, bool count_as_touch);
   void disarm_locked(Tables& t);

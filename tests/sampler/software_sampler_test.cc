@@ -533,7 +533,31 @@ TEST(SoftwareSamplerDeathTest, ForeignFaultWithDefaultDispositionKills) {
         arm_touch_then_fault_foreign(s);
         _exit(6);
       },
-      ::testing::KilledBySignal(SIGSEGV), "");
+      // The one line that says what killed the program and that no window of the sampler's was involved.
+      ::testing::KilledBySignal(SIGSEGV),
+      "sentinel: SIGSEGV \\(protection fault\\) at 0x[0-9a-f]+, instruction at [^;]*\\+0x[0-9a-f]+; not in a "
+      "software-sampler window \\(0 armed\\); the program's default action follows");
+}
+
+// A fatal fault in pages a window covered (here the program protects them itself after the window was
+// restored) names the window: where Sentinel's protection may be involved, the line says so.
+TEST(SoftwareSamplerDeathTest, FatalFaultInAWindowsPagesNamesTheWindow) {
+  EXPECT_EXIT(
+      {
+        no_core_dumps();
+        SoftwareSampler s;
+        if (!s.start({}, nullptr)) _exit(5);
+        static Mapping mine(2);
+        write_all(mine.base, mine.len, 1);
+        s.arm({region_of(mine, 0)}, 0);
+        write_all(mine.base, mine.len, 2);  // claimed: the window is restored
+        mprotect(mine.base, mine.len, PROT_NONE);
+        *reinterpret_cast<volatile char*>(mine.base) = 3;
+        _exit(6);
+      },
+      ::testing::KilledBySignal(SIGSEGV),
+      "sentinel: SIGSEGV \\(protection fault\\) at 0x[0-9a-f]+, instruction at [^;]*; the address is in "
+      "software-sampler window 0 \\(state 4, object slot 0\\)");
 }
 
 TEST(SoftwareSamplerDeathTest, ForeignFaultWithIgnoredDispositionStillKills) {

@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
@@ -27,17 +28,26 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PROGRAM = os.path.join(HERE, "programs", "zoo.py")
 
 
+def exit_description(returncode):
+    if returncode < 0:
+        return f"killed by signal {signal.Signals(-returncode).name}"
+    return f"exit status {returncode}"
+
+
 def run(python, program, args, env_extra, out):
     """Returns (losses JSON or None, stderr, seconds, pid)."""
     env = dict(os.environ)
     env.update(env_extra)
+    # A run that dies of a signal prints nothing of its own: Python's fault handler prints every thread's
+    # Python stack on SIGSEGV, SIGBUS, SIGABRT, SIGFPE and SIGILL, so a crash says where it was.
+    env.setdefault("PYTHONFAULTHANDLER", "1")
     cmd = [python, program, "--quiet", "--out", out] + args
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     _, err = proc.communicate()
     wall = time.monotonic() - t0
     if proc.returncode != 0:
-        return None, err, wall, proc.pid
+        return None, err.strip()[-2000:] + "\n" + exit_description(proc.returncode), wall, proc.pid
     with open(out) as f:
         return json.load(f), err, wall, proc.pid
 
@@ -53,7 +63,7 @@ def check_model(opts, arch, tmp):
     plain, plain_err, row["plain_s"], _ = run(opts.python, opts.program, args, {"LD_PRELOAD": ""},
                                         os.path.join(tmp, f"{arch}-plain.json"))
     if plain is None:
-        row["failures"].append("plain run failed: " + plain_err.strip()[-300:])
+        row["failures"].append("plain run failed: " + plain_err)
         return row
     modes = {
         "track": {"SENTINEL_MODE": "track"},
@@ -67,7 +77,7 @@ def check_model(opts, arch, tmp):
         under, err, row[f"{mode}_s"], pid = run(opts.python, opts.program, args, env,
                                                 os.path.join(tmp, f"{arch}-{mode}.json"))
         if under is None:
-            row["failures"].append(f"{mode} run failed: " + err.strip()[-300:])
+            row["failures"].append(f"{mode} run failed: " + err)
             continue
         with open(stats_pattern.replace("%p", str(pid))) as f:
             stats = json.load(f)

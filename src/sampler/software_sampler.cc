@@ -83,7 +83,10 @@ void zero_counters(SoftwareSampler::Tables& t) {
 
 
 SoftwareSampler::SoftwareSampler() = default;
-SoftwareSampler::~SoftwareSampler() { stop(); }
+SoftwareSampler::~SoftwareSampler() {
+  stop();
+  hand_back_segv();
+}
 
 bool SoftwareSampler::started() const { return started_.load(std::memory_order_acquire); }
 
@@ -101,8 +104,14 @@ bool SoftwareSampler::start(const SoftwareSamplerOptions& options, std::string* 
   const uint64_t cells = uint64_t{options.max_slots} * options.max_phases;
   if (cells > (uint64_t{1} << 28)) return fail("max_slots * max_phases is too large");
   if (options.max_windows >= (uint32_t{1} << 31)) return fail("max_windows is too large");
-  SoftwareSampler* expected = nullptr;
-  if (!g_active.compare_exchange_strong(expected, this)) return fail("another sampler owns SIGSEGV");
+  // A stopped sampler still holds the kernel slot (stop() says why): a restart of it, or the start of
+  // another sampler while it is stopped, keeps the slot with the handler in it and takes g_active over.
+  SoftwareSampler* previous = g_active.load(std::memory_order_acquire);
+  for (;;) {
+    if (previous != nullptr && previous != this && previous->started()) return fail("another sampler owns SIGSEGV");
+    if (g_active.compare_exchange_weak(previous, this, std::memory_order_acq_rel)) break;
+  }
+  const bool holding = previous != nullptr;  // the kernel slot is the handler's already
   page_ = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   Tables* t = tables_.load(std::memory_order_relaxed);
   if (t != nullptr && t->opt.max_slots == options.max_slots && t->opt.max_phases == options.max_phases &&
@@ -137,21 +146,23 @@ bool SoftwareSampler::start(const SoftwareSamplerOptions& options, std::string* 
       }
     }
     if (!kept) {
-      g_active.store(nullptr);
+      g_active.store(previous);  // the slot stays with whoever held it
       return fail("out of memory for the tables");
     }
     t = owned_.back().get();
     tables_.store(t, std::memory_order_release);
   }
-  struct sigaction sa;
-  std::memset(&sa, 0, sizeof sa);
-  sa.sa_sigaction = &SoftwareSampler::on_signal;
-  sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
-  sigemptyset(&sa.sa_mask);
-  if (!SegvChain::take_over(sa)) {
-    const int e = errno;
-    g_active.store(nullptr);
-    return fail(std::string("sigaction(SIGSEGV): ") + std::strerror(e));
+  if (!holding) {
+    struct sigaction sa;
+    std::memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = &SoftwareSampler::on_signal;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (!SegvChain::take_over(sa)) {
+      const int e = errno;
+      g_active.store(nullptr);
+      return fail(std::string("sigaction(SIGSEGV): ") + std::strerror(e));
+    }
   }
   started_.store(true, std::memory_order_release);
   return true;
@@ -162,11 +173,20 @@ void SoftwareSampler::stop() {
   if (!started_.load(std::memory_order_relaxed)) return;
   started_.store(false, std::memory_order_release);
   disarm_locked(*tables_.load(std::memory_order_relaxed));
+  // The kernel slot stays this sampler's. A thread that faulted on a window just before the disarm may
+  // take the signal only now (it was preempted between the fault and the delivery, or its handler has not
+  // read g_active yet): the kernel picks the disposition at delivery, so with the slot handed back here
+  // the program's SIG_DFL would kill it for an access that is fine once run again. The handler, finding
+  // no window, retries such a fault once (claim()); faults that are the program's still reach its
+  // disposition, after that one retry. Only the destructor hands the slot back.
+}
+
+void SoftwareSampler::hand_back_segv() {
+  SoftwareSampler* self = this;
+  if (!g_active.compare_exchange_strong(self, nullptr, std::memory_order_acq_rel)) return;
+  // A handler that loaded g_active just before may still be scanning the tables: they are freed only with
+  // the object, after this.
   SegvChain::hand_back();
-  // Faults after this point reach the program's handler directly from the kernel. A handler that
-  // loaded g_active just before may still be scanning the tables, so they are freed only with the
-  // object; counts stay readable.
-  g_active.store(nullptr, std::memory_order_release);
 }
 
 void SoftwareSampler::set_program_handler(const struct sigaction& act, struct sigaction* old) {

@@ -142,14 +142,16 @@ struct SoftwareSamplerStats {
 class SoftwareSampler {
  public:
   SoftwareSampler();
-  ~SoftwareSampler();  // stop()
+  ~SoftwareSampler();  // stop(), then gives SIGSEGV back to the program's current disposition
   SoftwareSampler(const SoftwareSampler&) = delete;
   SoftwareSampler& operator=(const SoftwareSampler&) = delete;
 
   // Allocates the tables and installs the SIGSEGV handler (SA_SIGINFO|SA_ONSTACK), remembering the
-  // previous disposition as the program's. Fails if another sampler is started or options are zero.
+  // previous disposition as the program's (a restart of a stopped sampler keeps both). Fails if another
+  // sampler holds SIGSEGV or options are zero.
   bool start(const SoftwareSamplerOptions& options, std::string* error);
-  // Restores every window and gives SIGSEGV back to the program's current disposition.
+  // Restores every window. The handler stays in the kernel slot until destruction: a fault on a window
+  // whose signal arrives after the stop is retried, not handed to the program (see stop()).
   void stop();
   bool started() const;
 
@@ -211,6 +213,7 @@ class SoftwareSampler {
   bool claim(Tables& t, uintptr_t addr, void* ucontext);
   void restore_window(Tables& t, Window& w, bool count_as_touch);
   void disarm_locked(Tables& t);
+  void hand_back_segv();  // destructor only
 
   mutable std::mutex mu_;  // owner operations only; never taken by release() or the handler
   size_t page_ = 4096;

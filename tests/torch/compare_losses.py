@@ -29,6 +29,8 @@ def main():
         stats_path = os.path.join(tmp, "stats.json")
         env = {"LD_PRELOAD": lib, "SENTINEL_STATS": stats_path, "SENTINEL_LOG": "warn"}
         under, stderr = run(train, args, env, os.path.join(tmp, "sentinel.json"))
+        if not os.path.exists(stats_path):
+            sys.exit(f"FAIL: the run under Sentinel exited 0 but wrote no SENTINEL_STATS file; its stderr:\n{stderr}")
         with open(stats_path) as f:
             stats = json.load(f)
         # Only the training process writes output: no forked child (a DataLoader worker) wrote a file.

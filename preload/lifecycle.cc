@@ -138,10 +138,12 @@ void join_host_ledger(const BudgetSpec& budget) {
   }
   const ProcessIdentity id = current_identity();
   char path[place::HostLedger::kPathMax];
-  const char* why = nullptr;
-  if (!place::HostLedger::path_for("/dev/shm", key, id.host, path, sizeof path) ||
-      !g_state.ledger.join(path, budget.bytes, getpid(), process_start_time(getpid()), &why)) {
-    log_write(LogLevel::kWarn, (std::string("host ledger: ") + (why != nullptr ? why : "name too long") +
+  Status joined = Status::error("name too long");
+  if (place::HostLedger::path_for("/dev/shm", key, id.host, path, sizeof path)) {
+    joined = g_state.ledger.join(path, budget.bytes, getpid(), process_start_time(getpid()));
+  }
+  if (!joined.is_ok()) {
+    log_write(LogLevel::kWarn, (std::string("host ledger: ") + joined.message() +
                                 "; this process has the whole SENTINEL_FAST_BUDGET to itself")
                                    .c_str());
     return;
@@ -224,7 +226,6 @@ bool simulate_slow_node(topo::Topology* topology) {
 // when SENTINEL_FAST_NODE or SENTINEL_SLOW_NODE name a node that cannot be used.
 bool configure_placement(bool* tiered) {
   place::PlacerConfig pc;
-  std::string_view why;
   pc.budget = g_state.config.fast_budget;
   const bool budget_set = pc.budget.kind != BudgetKind::kUnlimited;
   topo::Topology topology;
@@ -236,8 +237,9 @@ bool configure_placement(bool* tiered) {
   if (g_state.config.dry_run && !simulate_slow_node(&topology)) return false;
   pc.fast_node = topology.fast_node;
   pc.slow_node = topology.tiered() ? topology.slow_node : -1;
-  if (!g_state.placer.configure(pc, &why)) {
-    report_config_error(("sentinel: placement: " + std::string(why) + "; running as a pass-through allocator").c_str());
+  if (const Status configured = g_state.placer.configure(pc); !configured.is_ok()) {
+    report_config_error(
+        ("sentinel: placement: " + std::string(configured.message()) + "; running as a pass-through allocator").c_str());
     return false;
   }
   log_write(LogLevel::kInfo, ("topology: " + topology.reason).c_str());

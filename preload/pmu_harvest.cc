@@ -58,12 +58,12 @@ bool PmuHarvest::start(std::string* error) {
   // The emulated PMU samples the object reservation only: every object lives there, and nothing else
   // of the process (or of other processes, which do not share this range) is counted.
   options_.emulated_ranges = {emulated_pmu::AddressRange{g_state.heap.base(), g_state.heap.base() + g_state.heap.reserved_bytes()}};
-  const ProbeResult r = sampler_.start(options_);
-  if (!r.ok) {
-    *error = r.reason;
+  const Status r = sampler_.start(options_);
+  if (!r.is_ok()) {
+    *error = r.message();
     return false;
   }
-  log_write(LogLevel::kInfo, ("PMU sampler started: " + r.reason).c_str());
+  log_write(LogLevel::kInfo, ("PMU sampler started: " + sampler_.description()).c_str());
   started_ = true;
   threads_.clear();
   for (pid_t tid : process_threads()) threads_.insert(tid);  // start() covered these

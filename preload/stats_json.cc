@@ -183,7 +183,9 @@ bool write_stats_json(const char* path, std::string* error) noexcept {
     if (s.config.mode == Mode::kProfile || s.config.mode == Mode::kManaged) add_profiler(j);
     add_placement(j, s);
     if (s.config.mode == Mode::kManaged) add_managed(j, s);
-    return status_to_error(write_file_replacing(path, j.dump(2) + "\n"), error);
+    const Status written = write_file_replacing(path, j.dump(2) + "\n");
+    if (!written.is_ok() && error != nullptr) *error = written.message();
+    return written.is_ok();
   } catch (const std::exception& e) {
     *error = e.what();
     return false;
@@ -200,7 +202,9 @@ bool write_event_trace(const char* path, std::string* error) noexcept {
                     static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(size), small_before);
       text += line;
     });
-    return status_to_error(write_file_replacing(path, text), error);
+    const Status written = write_file_replacing(path, text);
+    if (!written.is_ok() && error != nullptr) *error = written.message();
+    return written.is_ok();
   } catch (const std::exception& e) {
     *error = e.what();
     return false;

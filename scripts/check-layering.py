@@ -10,6 +10,8 @@ checked: only quoted includes are). Two parts are not areas of their own:
     model may not include the rest of plan/ (the planner);
   - include/: the public API headers, which every component may include.
 An include that resolves to no file of the tree fails too, so a typo cannot hide a broken layer.
+The table itself must have no cycle (a component that may use, through others, itself), so a row that
+widens what an area may use cannot make two areas depend on each other.
 
 Usage: check-layering.py [--root DIR] [--self-test]. Exit status 0: every include keeps the table; 1: the
 violations, one line each (file:line: what and why); 2: the table or the tree could not be read.
@@ -92,10 +94,42 @@ def resolve(root, including_dir, inc):
     return None
 
 
+def table_cycle(table):
+    """A cycle among the table's components (["a", "b", "a"]), or None: a layering has none. `plan model`
+    is a part of `plan`'s row; names that are no row (libc, libnuma) are not Sentinel's."""
+    def uses(name):
+        return sorted({"plan" if u == "plan model" else u for u in table.get(name, ())} & set(table))
+
+    state = {}  # name -> "open" while on the path, "done" after
+    def visit(name, path):
+        state[name] = "open"
+        for u in uses(name):
+            if u == name:
+                continue
+            if state.get(u) == "open":
+                return path[path.index(u):] + [u]
+            if u not in state:
+                found = visit(u, path + [u])
+                if found:
+                    return found
+        state[name] = "done"
+        return None
+
+    for name in sorted(table):
+        if name not in state:
+            found = visit(name, [name])
+            if found:
+                return found
+    return None
+
+
 def check(root):
     table = read_table(root)
     model = plan_model_stems(root)
     violations = []
+    cycle = table_cycle(table)
+    if cycle:
+        violations.append(f"src/README.md: the layering table has a cycle: {' -> '.join(cycle)}")
     for top in TOPS:
         for dirpath, dirnames, filenames in os.walk(os.path.join(root, top)):
             dirnames.sort()
@@ -151,6 +185,7 @@ def self_test():
             "src/plan/planner.h": '#include "plan/plan.h"\n',                # planner on its model: allowed
             "src/plan/tier_model.h": '#include "plan/planner.h"\n',          # model on the planner
             "src/sampler/typo.cc": '#include "os/no_such.h"\n',
+            "src/sampler/status_user.cc": '#include "core/hash.h"\n',       # allowed: sampler uses core
         }
         for rel, body in files.items():
             os.makedirs(os.path.dirname(os.path.join(tmp, rel)), exist_ok=True)
@@ -162,7 +197,20 @@ def self_test():
         if got != expected:
             print("self-test failed: expected violations at", expected, "got:", *found, sep="\n  ")
             return 1
-        print(f"self-test passed: {len(found)} planted violations found, nothing else")
+        # A table in which core may use sampler, which uses core: the cycle is found.
+        readme = os.path.join(tmp, "src", "README.md")
+        text = open(readme, encoding="utf-8").read()
+        core_row = re.search(r"^\| `core` \|.*\| ([^|]*) \|$", text, re.M)
+        if core_row is None:
+            print("self-test failed: no `core` row in src/README.md's table")
+            return 1
+        open(readme, "w", encoding="utf-8").write(
+            text[:core_row.start(1)] + "sampler, " + text[core_row.start(1):])
+        cycles = [v for v in check(tmp) if "cycle" in v]
+        if len(cycles) != 1 or "core" not in cycles[0] or "sampler" not in cycles[0]:
+            print("self-test failed: a table with core -> sampler -> core gave:", *cycles, sep="\n  ")
+            return 1
+        print(f"self-test passed: {len(found)} planted violations found, nothing else; a planted cycle found")
         return 0
     finally:
         shutil.rmtree(tmp)

@@ -12,8 +12,7 @@
 //
 // Errors: the functions that can fail return a Status (core/status.h) whose message names the path and
 // the reason ("cannot create a temporary file next to '<path>': No such file or directory"), with the
-// errno. The forms with a std::string* out-parameter are adapters over them, kept for the callers not
-// moved yet (the tests, src/plan/plan_io.cc).
+// errno.
 //
 // Thread safety: an OutputFile is used by one thread at a time. The functions allocate (the temporary
 // name), so they never run on the allocation path.
@@ -32,12 +31,6 @@ namespace sentinel {
 
 inline constexpr mode_t kOutputFileMode = 0600;
 
-// The adapter to the older convention: true for ok, else false with the message in *error (if not null).
-inline bool status_to_error(const Status& s, std::string* error) {
-  if (!s.is_ok() && error != nullptr) *error = s.message();
-  return s.is_ok();
-}
-
 class OutputFile {
  public:
   OutputFile() = default;
@@ -49,13 +42,11 @@ class OutputFile {
   // Creates the temporary file next to `path`. A failure (naming the path, with the errno) if the
   // directory does not exist or is not writable.
   Status open(const std::string& path);
-  bool open(const std::string& path, std::string* error) { return status_to_error(open(path), error); }
   // Appends bytes; false on a write error (the file stays uncommitted; commit() reports it).
   bool write(std::string_view bytes);
   // Flushes to disk and renames onto the target. A failure (temporary file removed) on any failure or
   // after an earlier write error.
   Status commit();
-  bool commit(std::string* error) { return status_to_error(commit(), error); }
   // Removes the temporary file; the target is untouched.
   void abandon();
 
@@ -88,10 +79,8 @@ class OutputFileStream : private OutputFileBuffer, public std::ostream {
  public:
   OutputFileStream() : std::ostream(static_cast<OutputFileBuffer*>(this)) {}
   Status open(const std::string& path);
-  bool open(const std::string& path, std::string* error) { return status_to_error(open(path), error); }
   // Flushes, then OutputFile::commit.
   Status commit();
-  bool commit(std::string* error) { return status_to_error(commit(), error); }
   // Removes the temporary file; the target is untouched.
   void abandon() {
     discard();
@@ -102,18 +91,10 @@ class OutputFileStream : private OutputFileBuffer, public std::ostream {
 
 // The whole file in one call: open, write, commit.
 Status write_file_replacing(const std::string& path, std::string_view contents);
-inline bool write_file_replacing(const std::string& path, std::string_view contents, std::string* error) {
-  return status_to_error(write_file_replacing(path, contents), error);
-}
 
 // Opens `path` for appending (a log that outlives runs cannot be renamed into place): O_APPEND,
 // O_NOFOLLOW (a symlink at `path` is refused with ELOOP), created 0600. Sets *fd to the descriptor
 // (close-on-exec), or to -1 with a failure.
 Status open_append_no_follow(const std::string& path, int* fd);
-inline int open_append_no_follow(const std::string& path, std::string* error) {
-  int fd = -1;
-  status_to_error(open_append_no_follow(path, &fd), error);
-  return fd;
-}
 
 }  // namespace sentinel

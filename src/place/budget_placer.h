@@ -107,13 +107,6 @@ class BudgetPlacer {
   // Sets nodes, budget and bind mode and resets every counter. A failure (static text) for invalid input
   // (fast node out of range, fast == slow, percentage outside (0, 100]).
   Status configure(const PlacerConfig& config) noexcept;
-  // The older convention, an adapter kept until preload/lifecycle.cc (changed by others now) and the
-  // tests that use it move to the Status form: false with *why.
-  bool configure(const PlacerConfig& config, std::string_view* why) noexcept {
-    const Status s = configure(config);
-    if (!s.is_ok() && why != nullptr) *why = s.static_text();
-    return s.is_ok();
-  }
 
   // Shares a bytes budget with the other ranks of the host: every fast reservation must then also fit
   // the host ledger (which must stay valid for the placer's life), and fast bytes given back are given

@@ -70,8 +70,8 @@ class HostLedger {
   // A failure (static text, with the errno where a system call said why) when the file cannot be made or
   // used, or every slot is held by a live rank.
   Status join(const char* path, uint64_t budget_bytes, pid_t pid, uint64_t start_time) noexcept;
-  // The older convention, an adapter kept until preload/lifecycle.cc (changed by others now) and the
-  // tests that use it move to the Status form: false with *why.
+  // The older convention (false with *why), an adapter kept only for bench/place/ledger_bench.cc until it
+  // moves to the Status form; nothing else calls it.
   bool join(const char* path, uint64_t budget_bytes, pid_t pid, uint64_t start_time, const char** why) noexcept {
     const Status s = join(path, budget_bytes, pid, start_time);
     if (!s.is_ok()) *why = s.static_text();

@@ -205,7 +205,9 @@ bool write_plan_file(const std::string& path, const Plan& plan, std::string* err
     if (error != nullptr) *error = "cannot serialize the plan for '" + path + "': " + e.what();
     return false;
   }
-  return write_file_replacing(path, text, error);
+  const Status written = write_file_replacing(path, text);
+  if (!written.is_ok() && error != nullptr) *error = written.message();
+  return written.is_ok();
 }
 
 bool read_plan_file(const std::string& path, Plan* out, std::string* error) {

@@ -13,6 +13,7 @@
 namespace sentinel {
 namespace {
 
+// (emulated_pmu::Status, the plugin's answer code, comes in with it: sentinel::Status is spelt out.)
 using namespace emulated_pmu;
 
 // The marked store of the mailbox protocol (os/slowtier_mailbox.h), the one every request uses.
@@ -22,11 +23,9 @@ EmulatedPmuControl* control_of(unsigned char* first_page) {
   return reinterpret_cast<EmulatedPmuControl*>(first_page + kControlOffset);
 }
 
-ProbeResult failure(int err, std::string reason) {
-  ProbeResult r;
-  r.err = err;
-  r.reason = std::move(reason);
-  return r;
+// A failure whose message is built at run time (a number, strerror's text).
+sentinel::Status failure(int err, const std::string& reason) {
+  return sentinel::Status::error("", err).append(reason.c_str());
 }
 
 constexpr const char* kNoPlugin =
@@ -59,7 +58,7 @@ const void* real_marked_store_code() { return reinterpret_cast<const void*>(&slo
 EmulatedPmu::EmulatedPmu(EmulatedPmuOs os) : os_(std::move(os)) {}
 EmulatedPmu::~EmulatedPmu() { stop(); }
 
-ProbeResult EmulatedPmu::probe() {
+sentinel::Status EmulatedPmu::probe() {
   void* p = os::mmap(nullptr, kPageBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
   if (p == MAP_FAILED) return failure(errno, std::string("mmap: ") + std::strerror(errno));
   auto* page = static_cast<unsigned char*>(p);
@@ -69,12 +68,12 @@ ProbeResult EmulatedPmu::probe() {
   const bool answered = ask(os_, page, kProbe);
   const uint32_t abi = control_of(page)->abi;
   os::munmap(p, kPageBytes);
-  if (!answered) return failure(ENODEV, kNoPlugin);
+  if (!answered) return sentinel::Status::error(kNoPlugin, ENODEV);
   if (abi != kAbi) {
     return failure(EPROTO, "the slow-tier plugin speaks emulated-PMU ABI " + std::to_string(abi) + ", not " +
                                std::to_string(kAbi));
   }
-  return ProbeResult{true, 0, "the slow-tier plugin answers"};
+  return sentinel::Status::ok();
 }
 
 bool EmulatedPmu::request(uint32_t op) {
@@ -87,17 +86,17 @@ bool EmulatedPmu::request(uint32_t op) {
   return true;
 }
 
-ProbeResult EmulatedPmu::start(const EmulatedPmuOptions& opt) {
+sentinel::Status EmulatedPmu::start(const EmulatedPmuOptions& opt) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (map_ != nullptr) return failure(EBUSY, "emulated PMU already started");
+  if (map_ != nullptr) return sentinel::Status::error("emulated PMU already started", EBUSY);
   const uint64_t pages = opt.ring_bytes / kPageBytes;
   if (opt.ring_bytes % kPageBytes != 0 || pages == 0 || pages > kMaxDataPages || (pages & (pages - 1)) != 0) {
-    return failure(EINVAL, "the ring must be a power of two of 4 KiB pages, at most 256 MiB");
+    return sentinel::Status::error("the ring must be a power of two of 4 KiB pages, at most 256 MiB", EINVAL);
   }
   if (opt.ranges.empty() || opt.ranges.size() > kMaxRanges) {
     return failure(EINVAL, "between 1 and " + std::to_string(kMaxRanges) + " address ranges");
   }
-  if (opt.sample_period == 0) return failure(EINVAL, "sample period 0");
+  if (opt.sample_period == 0) return sentinel::Status::error("sample period 0", EINVAL);
   const size_t len = kPageBytes + opt.ring_bytes;
   void* p = os::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) return failure(errno, std::string("mmap of the sample ring: ") + std::strerror(errno));
@@ -119,23 +118,22 @@ ProbeResult EmulatedPmu::start(const EmulatedPmuOptions& opt) {
   ctl->sample_period = opt.sample_period;
   ctl->n_ranges = static_cast<uint32_t>(opt.ranges.size());
   for (size_t i = 0; i < opt.ranges.size(); ++i) ctl->ranges[i] = opt.ranges[i];
-  ProbeResult r;
+  sentinel::Status r;
   if (!request(kRegister)) {
-    r = failure(ENODEV, kNoPlugin);
+    r = sentinel::Status::error(kNoPlugin, ENODEV);
   } else if (ctl->status != kOk) {
     r = failure(EINVAL, "the slow-tier plugin refused the ring (status " + std::to_string(ctl->status) + ")");
   } else if (!reader_.init(reinterpret_cast<perf_event_mmap_page*>(map_), map_ + kPageBytes, opt.ring_bytes,
                            opt.sample_type)) {
-    r = failure(EINVAL, "the ring's sample_type cannot be decoded");
+    r = sentinel::Status::error("the ring's sample_type cannot be decoded", EINVAL);
   } else {
     token_ = ctl->token;
     ring_bytes_ = opt.ring_bytes;
     sample_type_ = opt.sample_type;
     counts_.publish_retries = 0;
-    return ProbeResult{true, 0, "qemu-slowtier ring of " + std::to_string(opt.ring_bytes >> 10) + " KiB, period " +
-                                    std::to_string(opt.sample_period)};
+    return sentinel::Status::ok();
   }
-  if (ctl->status == kOk && r.err == EINVAL) request(kUnregister);
+  if (ctl->status == kOk && r.sys_errno() == EINVAL) request(kUnregister);
   os::munmap(map_, map_len_);
   map_ = nullptr;
   map_len_ = 0;

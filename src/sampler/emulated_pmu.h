@@ -27,9 +27,9 @@
 #include <mutex>
 #include <vector>
 
+#include "core/status.h"
 #include "sampler/emulated_pmu_abi.h"
 #include "sampler/perf_ring.h"
-#include "sampler/probe_result.h"
 
 namespace sentinel {
 
@@ -66,9 +66,9 @@ class EmulatedPmu {
   EmulatedPmu& operator=(const EmulatedPmu&) = delete;
 
   // Whether a plugin answers a probe request (on a page of its own; nothing stays registered).
-  ProbeResult probe();
+  Status probe();
   // Maps the ring and registers it. On failure nothing stays mapped or registered.
-  ProbeResult start(const EmulatedPmuOptions& opt);
+  Status start(const EmulatedPmuOptions& opt);
   // Publishes what the plugin has queued and calls fn for every sample in the ring. Returns the
   // samples decoded; 0 when not started or the plugin stopped answering.
   size_t drain(const RingReader::SampleFn& fn);

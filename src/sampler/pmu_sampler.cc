@@ -31,12 +31,8 @@ int read_paranoid() {
   return v;
 }
 
-ProbeResult failure(int err, std::string reason) {
-  ProbeResult r;
-  r.err = err;
-  r.reason = std::move(reason);
-  return r;
-}
+// A failure whose message is built at run time (the errno's name, a path, a number).
+Status failure(int err, const std::string& reason) { return Status::error("", err).append(reason.c_str()); }
 
 }  // namespace
 
@@ -72,7 +68,9 @@ std::string explain_perf_errno(int err) {
   return errno_name(err) + " (" + why + ")";
 }
 
-ProbeResult build_pmu_attr(const PmuSamplerOptions& opt, perf_event_attr* attr) {
+Status build_pmu_attr(const PmuSamplerOptions& opt, perf_event_attr* attr, std::string* encoded) {
+  std::string unused;
+  if (encoded == nullptr) encoded = &unused;
   std::memset(attr, 0, sizeof *attr);
   attr->size = sizeof *attr;
   attr->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_ADDR;
@@ -89,7 +87,8 @@ ProbeResult build_pmu_attr(const PmuSamplerOptions& opt, perf_event_attr* attr) 
     attr->config2 = opt.encoding.config2;
     attr->sample_period = opt.sample_period;
     attr->precise_ip = opt.precise_ip & 3;
-    return ProbeResult{true, 0, "explicit encoding"};
+    *encoded = "explicit encoding";
+    return Status::ok();
   }
   if (opt.kind == SamplerKind::kPebs) {
     const std::string name = opt.event.empty() ? default_pebs_event(opt.load_latency, opt.ldlat) : opt.event;
@@ -103,7 +102,8 @@ ProbeResult build_pmu_attr(const PmuSamplerOptions& opt, perf_event_attr* attr) 
     attr->sample_period = opt.sample_period;
     attr->precise_ip = opt.precise_ip & 3;
     if (opt.weight_and_data_src) attr->sample_type |= PERF_SAMPLE_WEIGHT | PERF_SAMPLE_DATA_SRC;
-    return ProbeResult{true, 0, e.fstr};
+    *encoded = e.fstr;
+    return Status::ok();
   }
   if (opt.kind == SamplerKind::kIbs) {
     uint32_t type = 0;
@@ -116,7 +116,8 @@ ProbeResult build_pmu_attr(const PmuSamplerOptions& opt, perf_event_attr* attr) 
     // IBS cannot filter by privilege level; the kernel rejects exclude_* bits for it.
     attr->exclude_kernel = 0;
     attr->exclude_hv = 0;
-    return ProbeResult{true, 0, "ibs_op type " + std::to_string(type)};
+    *encoded = "ibs_op type " + std::to_string(type);
+    return Status::ok();
   }
   return failure(EINVAL, std::string("not a PMU sampler kind: ") + sampler_kind_name(opt.kind));
 }
@@ -134,15 +135,15 @@ PmuSampler::PmuSampler(EmulatedPmuOs emulated_os) : emulated_os_(std::move(emula
 }
 PmuSampler::~PmuSampler() { stop(); }
 
-ProbeResult PmuSampler::probe(const PmuSamplerOptions& opt) {
+Status PmuSampler::probe(const PmuSamplerOptions& opt) {
   if (opt.source == PmuSource::kEmulated) {
-    if (opt.kind != SamplerKind::kPebs) return failure(EINVAL, "the slow-tier plugin emulates PEBS only");
+    if (opt.kind != SamplerKind::kPebs) return Status::error("the slow-tier plugin emulates PEBS only", EINVAL);
     EmulatedPmu emulated(emulated_os_);
     return emulated.probe();
   }
   perf_event_attr attr;
-  ProbeResult r = build_pmu_attr(opt, &attr);
-  if (!r.ok) return r;
+  const Status r = build_pmu_attr(opt, &attr);
+  if (!r.is_ok()) return r;
   const int fd = os::perf_event_open(&attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
   if (fd < 0) {
     const int e = errno;
@@ -152,7 +153,7 @@ ProbeResult PmuSampler::probe(const PmuSamplerOptions& opt) {
   return r;
 }
 
-ProbeResult PmuSampler::open_ring(pid_t tid, std::unique_ptr<Ring>* out) {
+Status PmuSampler::open_ring(pid_t tid, std::unique_ptr<Ring>* out) {
   auto ring = std::make_unique<Ring>();
   ring->tid = tid;
   ring->fd = os::perf_event_open(&attr_, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
@@ -175,10 +176,10 @@ ProbeResult PmuSampler::open_ring(pid_t tid, std::unique_ptr<Ring>* out) {
       !ring->reader.init(meta, static_cast<uint8_t*>(ring->map) + off, size, attr_.sample_type)) {
     os::munmap(ring->map, ring->map_len);
     close(ring->fd);
-    return failure(EINVAL, "unexpected perf ring layout");
+    return Status::error("unexpected perf ring layout", EINVAL);
   }
   *out = std::move(ring);
-  return ProbeResult{true, 0, ""};
+  return Status::ok();
 }
 
 void PmuSampler::close_ring(Ring& r) {
@@ -189,11 +190,11 @@ void PmuSampler::close_ring(Ring& r) {
   r.fd = -1;
 }
 
-ProbeResult PmuSampler::start(const PmuSamplerOptions& opt) {
+Status PmuSampler::start(const PmuSamplerOptions& opt) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (started_) return failure(EBUSY, "pmu sampler already started");
+  if (started_) return Status::error("pmu sampler already started", EBUSY);
   if (opt.ring_pages == 0 || (opt.ring_pages & (opt.ring_pages - 1)) != 0) {
-    return failure(EINVAL, "ring_pages must be a power of two");
+    return Status::error("ring_pages must be a power of two", EINVAL);
   }
   opt_ = opt;
   if (opt.source == PmuSource::kEmulated) {
@@ -202,23 +203,26 @@ ProbeResult PmuSampler::start(const PmuSamplerOptions& opt) {
     e.ring_bytes = opt.emulated_ring_bytes;
     e.ranges = opt.emulated_ranges;
     auto emulated = std::make_unique<EmulatedPmu>(emulated_os_);
-    ProbeResult r = emulated->start(e);
-    if (!r.ok) return r;
+    const Status r = emulated->start(e);
+    if (!r.is_ok()) return r;
     emulated_ = std::move(emulated);
     started_ = true;
+    description_ = "qemu-slowtier ring of " + std::to_string(e.ring_bytes >> 10) + " KiB, period " +
+                   std::to_string(e.sample_period);
     return r;
   }
-  ProbeResult r = build_pmu_attr(opt, &attr_);
-  if (!r.ok) return r;
+  std::string encoded;
+  const Status r = build_pmu_attr(opt, &attr_, &encoded);
+  if (!r.is_ok()) return r;
   std::vector<pid_t> tids;
   if (os::for_each_thread([&](pid_t tid) { tids.push_back(tid); }) != 0 && tids.empty()) {
     return failure(errno, std::string("/proc/self/task: ") + std::strerror(errno));
   }
   for (pid_t tid : tids) {
     std::unique_ptr<Ring> ring;
-    ProbeResult o = open_ring(tid, &ring);
-    if (!o.ok && o.err == ESRCH) continue;  // the thread exited meanwhile
-    if (!o.ok) {
+    const Status o = open_ring(tid, &ring);
+    if (!o.is_ok() && o.sys_errno() == ESRCH) continue;  // the thread exited meanwhile
+    if (!o.is_ok()) {
       for (auto& x : rings_) close_ring(*x);
       rings_.clear();
       return o;
@@ -226,16 +230,17 @@ ProbeResult PmuSampler::start(const PmuSamplerOptions& opt) {
     rings_.push_back(std::move(ring));
   }
   started_ = true;
+  description_ = std::move(encoded);
   return r;
 }
 
-ProbeResult PmuSampler::attach_thread(pid_t tid) {
+Status PmuSampler::attach_thread(pid_t tid) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!started_) return failure(EINVAL, "pmu sampler not started");
-  if (emulated_) return ProbeResult{true, 0, "one ring for the process"};
+  if (!started_) return Status::error("pmu sampler not started", EINVAL);
+  if (emulated_) return Status::ok();  // one ring for the process
   std::unique_ptr<Ring> ring;
-  ProbeResult r = open_ring(tid, &ring);
-  if (!r.ok) return r;
+  const Status r = open_ring(tid, &ring);
+  if (!r.is_ok()) return r;
   for (auto& x : rings_) {
     if (x->tid == tid) {  // a ring left by an exited thread whose tid was reused
       x->reader.drain(nullptr);
@@ -313,6 +318,11 @@ void PmuSampler::stop() {
 size_t PmuSampler::threads() const {
   std::lock_guard<std::mutex> lock(mu_);
   return emulated_ ? 1 : rings_.size();
+}
+
+std::string PmuSampler::description() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return description_;
 }
 
 RingStats PmuSampler::stats() const {

@@ -14,7 +14,7 @@
 // Rings of threads that have exited are drained once more and closed by drain().
 //
 // Failure is normal (VMs have no PMU; perf_event_paranoid forbids it): every failing call returns a
-// ProbeResult with the errno that ruled the sampler out and a human reason, e.g.
+// Status (core/status.h) with the errno that ruled the sampler out and a human reason as its message, e.g.
 // "perf_event_open: ENOENT (the CPU or hypervisor does not expose this event; no PMU in a VM?)".
 //
 // The kernel boundary is os/os.h's: perf_event_open, the ring's mmap and the sysfs reads go through its
@@ -36,11 +36,11 @@
 #include <string>
 #include <vector>
 
+#include "core/status.h"
 #include "sampler/emulated_pmu.h"
 #include "sampler/ibs.h"
 #include "sampler/perf_ring.h"
 #include "sampler/pmu_event.h"
-#include "sampler/probe_result.h"
 
 namespace sentinel {
 
@@ -79,9 +79,10 @@ struct PmuAccess {
   uint64_t step_clock = 0;    // emulated: the step clock word's value at the access; 0: unknown
 };
 
-// Fills *attr for `opt`. Fails (with errno and reason) if the event cannot be encoded or the PMU
-// cannot be found.
-ProbeResult build_pmu_attr(const PmuSamplerOptions& opt, perf_event_attr* attr);
+// Fills *attr for `opt` and, if `encoded` is not null, says what it encoded, for the log: libpfm4's full
+// name of the PEBS event, "explicit encoding" or "ibs_op type N". Fails (with errno and reason) if the
+// event cannot be encoded or the PMU cannot be found.
+Status build_pmu_attr(const PmuSamplerOptions& opt, perf_event_attr* attr, std::string* encoded = nullptr);
 
 // Explains an errno from perf_event_open ("ENOENT (...)"); reads perf_event_paranoid for EACCES/EPERM.
 std::string explain_perf_errno(int err);
@@ -97,19 +98,22 @@ class PmuSampler {
 
   // Builds the attribute and opens (then closes) one event on the calling thread; emulated: asks
   // whether the plugin answers.
-  ProbeResult probe(const PmuSamplerOptions& opt);
+  Status probe(const PmuSamplerOptions& opt);
   // Opens and maps an event for every thread of the process (emulated: registers one ring). On
   // failure nothing stays open.
-  ProbeResult start(const PmuSamplerOptions& opt);
+  Status start(const PmuSamplerOptions& opt);
   // Adds a thread (created after start). Replaces a ring left by an exited thread with the same tid.
   // Emulated: nothing to do (the ring covers every thread).
-  ProbeResult attach_thread(pid_t tid);
+  Status attach_thread(pid_t tid);
   // Reads every ring; calls fn for each sample with a data address. Returns samples delivered.
   size_t drain(const AccessFn& fn);
   // Closes every fd and unmaps every ring.
   void stop();
 
   size_t threads() const;
+  // What the last successful start() opened, for the log: build_pmu_attr's `encoded` text, or the
+  // emulated ring's size and period ("qemu-slowtier ring of 65536 KiB, period 1"); empty before.
+  std::string description() const;
   RingStats stats() const;  // summed over all rings, including closed ones
   // Emulated and started: the step clock word the plugin copies into every sample (emulated_pmu.h);
   // otherwise nullptr.
@@ -119,7 +123,7 @@ class PmuSampler {
 
  private:
   struct Ring;
-  ProbeResult open_ring(pid_t tid, std::unique_ptr<Ring>* out);
+  Status open_ring(pid_t tid, std::unique_ptr<Ring>* out);
   void close_ring(Ring& r);
 
   EmulatedPmuOs emulated_os_;
@@ -132,6 +136,7 @@ class PmuSampler {
   size_t page_ = 4096;
   std::vector<std::unique_ptr<Ring>> rings_;
   RingStats closed_stats_;
+  std::string description_;  // description()
 };
 
 struct SamplerChoice {

@@ -13,11 +13,11 @@ bool try_kind(SamplerKind kind, PmuSource source, const PmuSamplerOptions& base,
   opt.kind = kind;
   opt.source = source;
   PmuSampler probe(emulated_os);
-  const ProbeResult r = probe.probe(opt);
-  if (r.ok) return true;
+  const Status r = probe.probe(opt);
+  if (r.is_ok()) return true;
   if (!why->empty()) *why += "; ";
   *why += std::string(sampler_kind_name(kind)) +
-          (source == PmuSource::kEmulated ? " from the slow-tier plugin" : "") + " unavailable: " + r.reason;
+          (source == PmuSource::kEmulated ? " from the slow-tier plugin" : "") + " unavailable: " + r.message();
   return false;
 }
 

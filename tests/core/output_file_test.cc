@@ -51,8 +51,8 @@ class OutputFileTest : public ::testing::Test {
 };
 
 TEST_F(OutputFileTest, WritesTheWholeFileOwnerOnlyAndLeavesNoTemporary) {
-  std::string error;
-  ASSERT_TRUE(write_file_replacing(at("stats.json"), "{\"a\":1}\n", &error)) << error;
+  const Status written = write_file_replacing(at("stats.json"), "{\"a\":1}\n");
+  ASSERT_TRUE(written.is_ok()) << written.message();
   EXPECT_EQ(slurp(at("stats.json")), "{\"a\":1}\n");
   struct stat st;
   ASSERT_EQ(stat(at("stats.json").c_str(), &st), 0);
@@ -62,16 +62,16 @@ TEST_F(OutputFileTest, WritesTheWholeFileOwnerOnlyAndLeavesNoTemporary) {
 
 TEST_F(OutputFileTest, ReplacesAnExistingFileWhole) {
   spit(at("p.json"), std::string(10000, 'x'));
-  std::string error;
-  ASSERT_TRUE(write_file_replacing(at("p.json"), "short", &error)) << error;
+  const Status written = write_file_replacing(at("p.json"), "short");
+  ASSERT_TRUE(written.is_ok()) << written.message();
   EXPECT_EQ(slurp(at("p.json")), "short");
 }
 
 TEST_F(OutputFileTest, ASymlinkPlantedAtTheTargetIsReplacedNotWrittenThrough) {
   spit(at("victim"), "precious");
   ASSERT_EQ(symlink(at("victim").c_str(), at("stats.json").c_str()), 0);
-  std::string error;
-  ASSERT_TRUE(write_file_replacing(at("stats.json"), "data", &error)) << error;
+  const Status written = write_file_replacing(at("stats.json"), "data");
+  ASSERT_TRUE(written.is_ok()) << written.message();
   EXPECT_EQ(slurp(at("victim")), "precious");
   EXPECT_FALSE(is_symlink(at("stats.json")));
   EXPECT_EQ(slurp(at("stats.json")), "data");
@@ -84,8 +84,8 @@ TEST_F(OutputFileTest, SymlinksPlantedAtPredictableTemporaryNamesAreNeverFollowe
     ASSERT_EQ(symlink(at("victim").c_str(), at(name).c_str()), 0);
   }
   for (int i = 0; i < 20; ++i) {
-    std::string error;
-    ASSERT_TRUE(write_file_replacing(at("t.json"), "round " + std::to_string(i), &error)) << error;
+    const Status written = write_file_replacing(at("t.json"), "round " + std::to_string(i));
+    ASSERT_TRUE(written.is_ok()) << written.message();
   }
   EXPECT_EQ(slurp(at("victim")), "precious");
   EXPECT_EQ(slurp(at("t.json")), "round 19");
@@ -94,12 +94,13 @@ TEST_F(OutputFileTest, SymlinksPlantedAtPredictableTemporaryNamesAreNeverFollowe
 
 TEST_F(OutputFileTest, TheTemporaryLivesInTheTargetDirectoryAndIsCreatedExclusively) {
   OutputFile f;
-  std::string error;
-  ASSERT_TRUE(f.open(at("timeline.jsonl"), &error)) << error;
+  const Status opened = f.open(at("timeline.jsonl"));
+  ASSERT_TRUE(opened.is_ok()) << opened.message();
   EXPECT_EQ(f.temp_path().rfind(dir_ + "/.timeline.jsonl.", 0), 0u) << f.temp_path();
   EXPECT_TRUE(f.write("line\n"));
   EXPECT_EQ(access(at("timeline.jsonl").c_str(), F_OK), -1);  // nothing at the target until commit
-  ASSERT_TRUE(f.commit(&error)) << error;
+  const Status committed = f.commit();
+  ASSERT_TRUE(committed.is_ok()) << committed.message();
   EXPECT_EQ(slurp(at("timeline.jsonl")), "line\n");
 }
 
@@ -107,8 +108,8 @@ TEST_F(OutputFileTest, AnAbandonedFileLeavesTheOldContentsAndNoTemporary) {
   spit(at("plan.json"), "old plan");
   {
     OutputFile f;
-    std::string error;
-    ASSERT_TRUE(f.open(at("plan.json"), &error)) << error;
+    const Status opened = f.open(at("plan.json"));
+    ASSERT_TRUE(opened.is_ok()) << opened.message();
     f.write("half a new pl");
   }  // destroyed without commit
   EXPECT_EQ(slurp(at("plan.json")), "old plan");
@@ -123,7 +124,7 @@ TEST_F(OutputFileTest, AKillMidWriteLeavesTheOldFileOrNothing) {
     ASSERT_GE(child, 0);
     if (child == 0) {
       OutputFile f;
-      if (!f.open(at(name), nullptr)) _exit(2);
+      if (!f.open(at(name)).is_ok()) _exit(2);
       f.write(std::string(1 << 20, 'y'));
       raise(SIGKILL);  // between write and commit
       _exit(3);
@@ -137,17 +138,17 @@ TEST_F(OutputFileTest, AKillMidWriteLeavesTheOldFileOrNothing) {
 }
 
 TEST_F(OutputFileTest, AMissingDirectoryIsAnErrorNamingThePath) {
-  std::string error;
-  EXPECT_FALSE(write_file_replacing(at("no/such/dir/x.json"), "x", &error));
-  EXPECT_NE(error.find("no/such/dir/x.json"), std::string::npos) << error;
-  EXPECT_FALSE(write_file_replacing("", "x", &error));
+  const Status missing = write_file_replacing(at("no/such/dir/x.json"), "x");
+  EXPECT_FALSE(missing.is_ok());
+  EXPECT_NE(std::string(missing.message()).find("no/such/dir/x.json"), std::string::npos) << missing.message();
+  EXPECT_FALSE(write_file_replacing("", "x").is_ok());
 }
 
 TEST_F(OutputFileTest, AStreamAppearsWholeOnlyAtCommit) {
   spit(at("timeline.jsonl"), "previous run\n");
   OutputFileStream out;
-  std::string error;
-  ASSERT_TRUE(out.open(at("timeline.jsonl"), &error)) << error;
+  const Status opened = out.open(at("timeline.jsonl"));
+  ASSERT_TRUE(opened.is_ok()) << opened.message();
   std::string expected;
   for (int i = 0; i < 20000; ++i) {  // several times the stream's buffer
     out << "{\"line\":" << i << "}\n";
@@ -155,37 +156,43 @@ TEST_F(OutputFileTest, AStreamAppearsWholeOnlyAtCommit) {
   }
   out.flush();
   EXPECT_EQ(slurp(at("timeline.jsonl")), "previous run\n");
-  ASSERT_TRUE(out.commit(&error)) << error;
+  const Status committed = out.commit();
+  ASSERT_TRUE(committed.is_ok()) << committed.message();
   EXPECT_EQ(slurp(at("timeline.jsonl")), expected);
   EXPECT_EQ(entries(), std::vector<std::string>{"timeline.jsonl"});
 }
 
 TEST_F(OutputFileTest, AStreamThatCannotOpenIsBadAndDoesNotCommit) {
   OutputFileStream out;
-  std::string error;
-  EXPECT_FALSE(out.open(at("missing/t.jsonl"), &error));
+  EXPECT_FALSE(out.open(at("missing/t.jsonl")).is_ok());
   EXPECT_TRUE(out.bad());
   out << "ignored";
-  EXPECT_FALSE(out.commit(&error));
+  EXPECT_FALSE(out.commit().is_ok());
 }
 
 TEST_F(OutputFileTest, AppendRefusesASymlinkAndNeverTruncates) {
   spit(at("victim"), "precious");
   ASSERT_EQ(symlink(at("victim").c_str(), at("sentinel.log").c_str()), 0);
-  std::string error;
-  EXPECT_EQ(open_append_no_follow(at("sentinel.log"), &error), -1);
-  EXPECT_NE(error.find("sentinel.log"), std::string::npos) << error;
+  int refused = 0;
+  const Status symlinked = open_append_no_follow(at("sentinel.log"), &refused);
+  EXPECT_FALSE(symlinked.is_ok());
+  EXPECT_EQ(refused, -1);
+  EXPECT_NE(std::string(symlinked.message()).find("sentinel.log"), std::string::npos) << symlinked.message();
   EXPECT_EQ(slurp(at("victim")), "precious");
 
   spit(at("run.log"), "first run\n");
-  const int fd = open_append_no_follow(at("run.log"), &error);
-  ASSERT_GE(fd, 0) << error;
+  int fd = -1;
+  const Status appended = open_append_no_follow(at("run.log"), &fd);
+  ASSERT_TRUE(appended.is_ok()) << appended.message();
+  ASSERT_GE(fd, 0);
   ASSERT_EQ(write(fd, "second run\n", 11), 11);
   close(fd);
   EXPECT_EQ(slurp(at("run.log")), "first run\nsecond run\n");
 
-  const int fresh = open_append_no_follow(at("new.log"), &error);
-  ASSERT_GE(fresh, 0) << error;
+  int fresh = -1;
+  const Status created = open_append_no_follow(at("new.log"), &fresh);
+  ASSERT_TRUE(created.is_ok()) << created.message();
+  ASSERT_GE(fresh, 0);
   close(fresh);
   struct stat st;
   ASSERT_EQ(stat(at("new.log").c_str(), &st), 0);

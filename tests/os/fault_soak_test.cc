@@ -126,7 +126,8 @@ TEST(FaultSoak, BudgetHoldsAndBindFailuresAreCountedWhenMbindFails) {
   pc.budget.kind = BudgetKind::kBytes;
   pc.budget.bytes = 8ull << 20;
   std::string_view why;
-  ASSERT_TRUE(placer.configure(pc, &why)) << why;
+  const Status configured = placer.configure(pc);
+  ASSERT_TRUE(configured.is_ok()) << configured.message();
   constexpr size_t kArena = 64ull << 20;
   char* arena = static_cast<char*>(::mmap(nullptr, kArena, PROT_READ | PROT_WRITE,
                                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));

@@ -35,24 +35,24 @@ PlacerConfig two_nodes(BudgetSpec budget) {
 
 TEST(BudgetPlacer, ConfigureRejectsBadInput) {
   BudgetPlacer p;
-  std::string_view why;
   PlacerConfig c = two_nodes({});
   c.slow_node = 0;
-  EXPECT_FALSE(p.configure(c, &why));
-  EXPECT_FALSE(why.empty());
+  const Status same_nodes = p.configure(c);
+  EXPECT_FALSE(same_nodes.is_ok());
+  EXPECT_STRNE(same_nodes.message(), "");
   c = two_nodes({BudgetKind::kPercent, 0, 0});
-  EXPECT_FALSE(p.configure(c, &why));
+  EXPECT_FALSE(p.configure(c).is_ok());
   c = two_nodes({BudgetKind::kPercent, 0, 1000001});
-  EXPECT_FALSE(p.configure(c, &why));
+  EXPECT_FALSE(p.configure(c).is_ok());
   c = two_nodes({});
   c.fast_node = -1;
-  EXPECT_FALSE(p.configure(c, &why));
+  EXPECT_FALSE(p.configure(c).is_ok());
 }
 
 TEST(BudgetPlacer, FastWhileTheBudgetAllowsThenSlow) {
   BudgetPlacer p;
-  std::string_view why;
-  ASSERT_TRUE(p.configure(two_nodes({BudgetKind::kBytes, 1 * M, 0}), &why)) << why;
+  const Status configured = p.configure(two_nodes({BudgetKind::kBytes, 1 * M, 0}));
+  ASSERT_TRUE(configured.is_ok()) << configured.message();
   EXPECT_TRUE(p.enabled());
   EXPECT_EQ(p.budget_bytes(), 1 * M);
   for (int i = 0; i < 4; ++i) {
@@ -86,7 +86,7 @@ TEST(BudgetPlacer, FastWhileTheBudgetAllowsThenSlow) {
 
 TEST(BudgetPlacer, ZeroBudgetSendsEverythingSlow) {
   BudgetPlacer p;
-  ASSERT_TRUE(p.configure(two_nodes({BudgetKind::kBytes, 0, 0}), nullptr));
+  ASSERT_TRUE(p.configure(two_nodes({BudgetKind::kBytes, 0, 0})).is_ok());
   for (int i = 0; i < 10; ++i) EXPECT_EQ(p.choose(64 * K).pool, kSlowPool);
   EXPECT_EQ(p.stats().peak_fast_bytes, 0u);
   EXPECT_EQ(p.stats().forced_slow_allocations, 10u);
@@ -94,7 +94,7 @@ TEST(BudgetPlacer, ZeroBudgetSendsEverythingSlow) {
 
 TEST(BudgetPlacer, UnlimitedBudgetKeepsEverythingFast) {
   BudgetPlacer p;
-  ASSERT_TRUE(p.configure(two_nodes({}), nullptr));
+  ASSERT_TRUE(p.configure(two_nodes({})).is_ok());
   for (int i = 0; i < 10; ++i) EXPECT_EQ(p.choose(64 * M).pool, kFastPool);
   EXPECT_EQ(p.stats().forced_slow_allocations, 0u);
   EXPECT_EQ(p.stats().peak_fast_bytes, 640 * M);
@@ -104,7 +104,7 @@ TEST(BudgetPlacer, DisabledWithoutSlowNode) {
   BudgetPlacer p;
   PlacerConfig c = two_nodes({BudgetKind::kBytes, 0, 0});
   c.slow_node = -1;
-  ASSERT_TRUE(p.configure(c, nullptr));
+  ASSERT_TRUE(p.configure(c).is_ok());
   EXPECT_FALSE(p.enabled());
   const Decision d = p.choose(1 * M);
   EXPECT_EQ(d.pool, kFastPool);
@@ -130,7 +130,7 @@ TEST(BudgetPlacer, InvalidNodesAreAFailingStatus) {
 
 TEST(BudgetPlacer, PercentageFollowsThePeakUntilAStepIsKnown) {
   BudgetPlacer p;
-  ASSERT_TRUE(p.configure(two_nodes({BudgetKind::kPercent, 0, 500000}), nullptr));  // 50%
+  ASSERT_TRUE(p.configure(two_nodes({BudgetKind::kPercent, 0, 500000})).is_ok());  // 50%
   EXPECT_FALSE(p.stats().budget_resolved);
   EXPECT_EQ(p.budget_bytes(), 0u);
   EXPECT_EQ(p.choose(100 * K).pool, kSlowPool);  // peak 100K, budget 50K
@@ -160,7 +160,7 @@ TEST(BudgetPlacer, PercentageFollowsThePeakUntilAStepIsKnown) {
 // dropped, and are not live objects: a percentage budget's peak and the live figure leave them out.
 TEST(BudgetPlacer, ParkedBytesStayInTheBudgetUntilReusedOrDropped) {
   BudgetPlacer p;
-  ASSERT_TRUE(p.configure(two_nodes({BudgetKind::kBytes, 1 * M, 0}), nullptr));
+  ASSERT_TRUE(p.configure(two_nodes({BudgetKind::kBytes, 1 * M, 0})).is_ok());
   ASSERT_EQ(p.choose(512 * K).pool, kFastPool);
   ASSERT_EQ(p.choose(256 * K).pool, kFastPool);
   p.park_fast(512 * K);
@@ -193,7 +193,7 @@ TEST(BudgetPlacer, ParkedBytesStayInTheBudgetUntilReusedOrDropped) {
 
 TEST(BudgetPlacer, ParkedBytesAreNotLiveForAPercentageBudget) {
   BudgetPlacer p;
-  ASSERT_TRUE(p.configure(two_nodes({BudgetKind::kPercent, 0, 500000}), nullptr));  // 50%
+  ASSERT_TRUE(p.configure(two_nodes({BudgetKind::kPercent, 0, 500000})).is_ok());  // 50%
   EXPECT_EQ(p.choose(100 * K).pool, kSlowPool);  // peak 100K, budget 50K
   EXPECT_EQ(p.choose(100 * K).pool, kFastPool);  // peak 200K, budget 100K
   p.park_fast(100 * K);
@@ -206,7 +206,7 @@ TEST(BudgetPlacer, ParkedBytesAreNotLiveForAPercentageBudget) {
 
 TEST(BudgetPlacer, ReleaseNeverWrapsAround) {
   BudgetPlacer p;
-  ASSERT_TRUE(p.configure(two_nodes({BudgetKind::kBytes, 1 * M, 0}), nullptr));
+  ASSERT_TRUE(p.configure(two_nodes({BudgetKind::kBytes, 1 * M, 0})).is_ok());
   EXPECT_EQ(p.choose(64 * K).pool, kFastPool);
   p.release(kFastPool, 128 * K);
   p.release(7, 64 * K);
@@ -219,9 +219,9 @@ TEST(BudgetPlacer, ReleaseNeverWrapsAround) {
 
 TEST(BudgetPlacer, ConfigureResetsCounters) {
   BudgetPlacer p;
-  ASSERT_TRUE(p.configure(two_nodes({BudgetKind::kBytes, 0, 0}), nullptr));
+  ASSERT_TRUE(p.configure(two_nodes({BudgetKind::kBytes, 0, 0})).is_ok());
   p.choose(64 * K);
-  ASSERT_TRUE(p.configure(two_nodes({BudgetKind::kBytes, 1 * M, 0}), nullptr));
+  ASSERT_TRUE(p.configure(two_nodes({BudgetKind::kBytes, 1 * M, 0})).is_ok());
   const PlacerStats s = p.stats();
   EXPECT_EQ(s.slow_live_bytes, 0u);
   EXPECT_EQ(s.forced_slow_allocations, 0u);
@@ -233,7 +233,7 @@ constinit BudgetPlacer g_placer;
 
 TEST(BudgetPlacer, ConstantInitialisable) {
   EXPECT_FALSE(g_placer.enabled());
-  ASSERT_TRUE(g_placer.configure(two_nodes({BudgetKind::kBytes, 64 * K, 0}), nullptr));
+  ASSERT_TRUE(g_placer.configure(two_nodes({BudgetKind::kBytes, 64 * K, 0})).is_ok());
   EXPECT_EQ(g_placer.choose(64 * K).pool, kFastPool);
   EXPECT_EQ(g_placer.choose(64 * K).pool, kSlowPool);
 }

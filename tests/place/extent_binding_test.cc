@@ -143,7 +143,7 @@ TEST(ExtentBinding, PlacerBindsHeapExtentsBeforeFirstTouch) {
   c.fast_node = 0;
   c.slow_node = 1;  // fake on a one-node machine
   c.budget = {BudgetKind::kBytes, 8ull << 20, 0};
-  ASSERT_TRUE(placer.configure(c, nullptr));
+  ASSERT_TRUE(placer.configure(c).is_ok());
   for (uint64_t size : {uint64_t{100} << 10, uint64_t{4} << 20}) {
     const Decision d = placer.choose(extent_bytes_for(size));
     ASSERT_EQ(d.pool, kFastPool);

@@ -26,10 +26,9 @@ class Ledger : public ::testing::Test {
     ASSERT_TRUE(HostLedger::path_for(dir_.path().c_str(), "job", "host", path_, sizeof path_));
   }
   bool join(HostLedger& l, uint64_t budget) {
-    const char* why = nullptr;
-    const bool ok = l.join(path_, budget, getpid(), process_start_time(getpid()), &why);
-    if (!ok) ADD_FAILURE() << why;
-    return ok;
+    const Status joined = l.join(path_, budget, getpid(), process_start_time(getpid()));
+    if (!joined.is_ok()) ADD_FAILURE() << joined.message();
+    return joined.is_ok();
   }
   testing::TempDir dir_{"sentinel-ledger-test"};
   char path_[HostLedger::kPathMax];
@@ -158,9 +157,9 @@ TEST_F(Ledger, NotALedgerIsRefused) {
   fputs("something else", f);
   fclose(f);
   HostLedger l;
-  const char* why = nullptr;
-  EXPECT_FALSE(l.join(path_, kMiB, getpid(), 1, &why));
-  EXPECT_NE(why, nullptr);
+  const Status joined = l.join(path_, kMiB, getpid(), 1);
+  EXPECT_FALSE(joined.is_ok());
+  EXPECT_STRNE(joined.message(), "");
 }
 
 // Hazard: a rank killed with SIGKILL while holding bytes. The survivor recovers its slot: the bytes come
@@ -171,8 +170,7 @@ TEST_F(Ledger, KilledRanksShareComesBack) {
   ASSERT_GE(child, 0);
   if (child == 0) {
     HostLedger l;
-    const char* why = nullptr;
-    if (!l.join(path_, 10 * kMiB, getpid(), process_start_time(getpid()), &why) || !l.try_reserve(8 * kMiB)) _exit(1);
+    if (!l.join(path_, 10 * kMiB, getpid(), process_start_time(getpid())).is_ok() || !l.try_reserve(8 * kMiB)) _exit(1);
     shared->ready.store(1);
     for (;;) pause();
   }
@@ -243,8 +241,7 @@ TEST_F(Ledger, RanksKilledMidReservationStrandNoMoreThanTheirBytesInFlight) {
     const pid_t pid = fork();
     if (pid != 0) return pid;
     HostLedger l;
-    const char* why = nullptr;
-    if (!l.join(path_, kBudget, getpid(), process_start_time(getpid()), &why)) _exit(1);
+    if (!l.join(path_, kBudget, getpid(), process_start_time(getpid())).is_ok()) _exit(1);
     shared->ready.fetch_add(1);
     reserve_and_release_at_random(l, shared, r, kRanks, kBudget, victim ? &shared->victim_successes : nullptr);
     shared->ready.fetch_add(100);  // a steady rank gave everything back; it leaves when told
@@ -284,8 +281,7 @@ TEST_F(Ledger, RanksKilledMidReservationStrandNoMoreThanTheirBytesInFlight) {
   ASSERT_GE(observer, 0);
   if (observer == 0) {
     HostLedger l;
-    const char* why = nullptr;
-    if (!l.join(path_, kBudget, getpid(), process_start_time(getpid()), &why)) _exit(1);
+    if (!l.join(path_, kBudget, getpid(), process_start_time(getpid())).is_ok()) _exit(1);
     l.recover_dead();
     shared->observed.store(l.host_held());
     l.leave();
@@ -317,8 +313,7 @@ TEST_F(Ledger, ConcurrentRecoverersTakeADeadRanksShareOutOnce) {
     ASSERT_GE(pid, 0);
     if (pid == 0) {
       HostLedger l;
-      const char* why = nullptr;
-      if (!l.join(path_, 10 * kMiB, getpid(), process_start_time(getpid()), &why)) _exit(1);
+      if (!l.join(path_, 10 * kMiB, getpid(), process_start_time(getpid())).is_ok()) _exit(1);
       shared->ready.fetch_add(1);
       for (uint64_t round = 1; round <= kRounds; ++round) {
         while (shared->round.load() < round) {
@@ -341,8 +336,7 @@ TEST_F(Ledger, ConcurrentRecoverersTakeADeadRanksShareOutOnce) {
     if (victim == 0) {
       // Joins without recovering anything: the previous victim was recovered in the last round.
       HostLedger l;
-      const char* why = nullptr;
-      if (!l.join(path_, 10 * kMiB, getpid(), process_start_time(getpid()), &why) || !l.try_reserve(kShare)) _exit(1);
+      if (!l.join(path_, 10 * kMiB, getpid(), process_start_time(getpid())).is_ok() || !l.try_reserve(kShare)) _exit(1);
       shared->observed.store(1);
       for (;;) pause();
     }

@@ -146,7 +146,7 @@ TEST(PlacerConcurrency, BytesBudgetNeverExceededUnderContention) {
   PlacerConfig c;
   c.slow_node = 1;
   c.budget = {BudgetKind::kBytes, 10 * 64 * K, 0};  // room for exactly ten 64K objects
-  ASSERT_TRUE(h.placer.configure(c, nullptr));
+  ASSERT_TRUE(h.placer.configure(c).is_ok());
   h.run(4, 200000, 8, false);
   expect_balanced(h);
   const PlacerStats s = h.placer.stats();
@@ -165,7 +165,7 @@ TEST(PlacerConcurrency, ParkedExtentsNeverTakeTheBudgetOver) {
   PlacerConfig c;
   c.slow_node = 1;
   c.budget = {BudgetKind::kBytes, 10 * 64 * K, 0};
-  ASSERT_TRUE(h.placer.configure(c, nullptr));
+  ASSERT_TRUE(h.placer.configure(c).is_ok());
   h.run(4, 200000, 8, false, /*park=*/true);
   expect_balanced(h);
   const PlacerStats s = h.placer.stats();
@@ -179,7 +179,7 @@ TEST(PlacerConcurrency, MixedSizesBytesBudget) {
   PlacerConfig c;
   c.slow_node = 1;
   c.budget = {BudgetKind::kBytes, 20 * M + 12345, 0};  // not a multiple of a page: must still hold
-  ASSERT_TRUE(h.placer.configure(c, nullptr));
+  ASSERT_TRUE(h.placer.configure(c).is_ok());
   h.run(4, 100000, 16, true);
   expect_balanced(h);
   EXPECT_GT(h.placer.stats().forced_slow_allocations, 0u);
@@ -190,7 +190,7 @@ TEST(PlacerConcurrency, PercentageBudgetWithConcurrentPeakUpdates) {
   PlacerConfig c;
   c.slow_node = 1;
   c.budget = {BudgetKind::kPercent, 0, 250000};  // 25%
-  ASSERT_TRUE(h.placer.configure(c, nullptr));
+  ASSERT_TRUE(h.placer.configure(c).is_ok());
   std::thread stepper([&h] {
     for (uint64_t peak = 0; !h.stop.load(); peak += 64 * K) h.placer.update_peak(peak % (40 * M));
   });

@@ -47,8 +47,8 @@ TEST(PmuEvent, PebsAttributeUsesTheEncoding) {
   opt.kind = SamplerKind::kPebs;
   opt.sample_period = 4001;
   perf_event_attr attr;
-  const ProbeResult r = build_pmu_attr(opt, &attr);
-  ASSERT_TRUE(r.ok) << r.reason;
+  const Status r = build_pmu_attr(opt, &attr);
+  ASSERT_TRUE(r.is_ok()) << r.message();
   EXPECT_EQ(attr.type, uint32_t{PERF_TYPE_RAW});
   EXPECT_EQ(attr.config, 0x20d1u);
   EXPECT_EQ(attr.sample_period, 4001u);
@@ -57,7 +57,7 @@ TEST(PmuEvent, PebsAttributeUsesTheEncoding) {
   EXPECT_EQ(attr.sample_type, uint64_t{PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_ADDR |
                                        PERF_SAMPLE_WEIGHT | PERF_SAMPLE_DATA_SRC});
   opt.event = "MEM_TRANS_RETIRED:LOAD_LATENCY:ldlat=32";  // override by name
-  ASSERT_TRUE(build_pmu_attr(opt, &attr).ok);
+  ASSERT_TRUE(build_pmu_attr(opt, &attr).is_ok());
   EXPECT_EQ(attr.config1, 0x20u);
 }
 

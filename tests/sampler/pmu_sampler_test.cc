@@ -69,8 +69,8 @@ TEST(Ibs, AttributeAndPeriod) {
   opt.sysfs_pmu_root = sys.root;
   perf_event_attr attr;
   const testing::FailingPerfEventOpen no_pmu(ENOENT);
-  const ProbeResult r = build_pmu_attr(opt, &attr);
-  ASSERT_TRUE(r.ok) << r.reason;
+  const Status r = build_pmu_attr(opt, &attr);
+  ASSERT_TRUE(r.is_ok()) << r.message();
   EXPECT_EQ(attr.type, 11u);
   EXPECT_EQ(attr.sample_period, 10016u);
   EXPECT_NE(attr.sample_type & PERF_SAMPLE_ADDR, 0u);
@@ -103,13 +103,14 @@ TEST(PmuProbe, ReportsTheErrnoThatRuledItOut) {
   for (int err : {ENOENT, ENODEV, EOPNOTSUPP, EACCES, EPERM}) {
     const testing::FailingPerfEventOpen failing(err);
     PmuSampler s;
-    const ProbeResult r = s.probe(opt);
-    EXPECT_FALSE(r.ok);
-    EXPECT_EQ(r.err, err);
-    EXPECT_EQ(r.reason.rfind("perf_event_open: " + std::string(strerrorname_np(err)) + " (", 0), 0u) << r.reason;
-    const ProbeResult st = s.start(opt);
-    EXPECT_FALSE(st.ok);
-    EXPECT_EQ(st.err, err);
+    const Status r = s.probe(opt);
+    EXPECT_FALSE(r.is_ok());
+    EXPECT_EQ(r.sys_errno(), err);
+    EXPECT_EQ(std::string(r.message()).rfind("perf_event_open: " + std::string(strerrorname_np(err)) + " (", 0), 0u)
+        << r.message();
+    const Status st = s.start(opt);
+    EXPECT_FALSE(st.is_ok());
+    EXPECT_EQ(st.sys_errno(), err);
     EXPECT_EQ(s.threads(), 0u);
   }
   EXPECT_NE(explain_perf_errno(EACCES).find("perf_event_paranoid is"), std::string::npos);
@@ -168,8 +169,9 @@ TEST(PmuSampler, ReadsRealPerfRingsPerThread) {
   opt.precise_ip = 0;
   const int fds_before = count_fds();
   PmuSampler s;
-  const ProbeResult r = s.start(opt);
-  if (!r.ok) GTEST_SKIP() << "software perf events unavailable: " << r.reason;
+  const Status r = s.start(opt);
+  if (!r.is_ok()) GTEST_SKIP() << "software perf events unavailable: " << r.message();
+  EXPECT_EQ(s.description(), "explicit encoding");  // what "PMU sampler started: " logs
   EXPECT_GE(s.threads(), 1u);
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   const size_t len = 64 * page;
@@ -185,8 +187,8 @@ TEST(PmuSampler, ReadsRealPerfRingsPerThread) {
     for (size_t i = 0; i < len; i += page) theirs[i] = 1;
   });
   while (tid == 0) std::this_thread::yield();
-  const ProbeResult a = s.attach_thread(tid);
-  ASSERT_TRUE(a.ok) << a.reason;
+  const Status a = s.attach_thread(tid);
+  ASSERT_TRUE(a.is_ok()) << a.message();
   const size_t threads_with_new = s.threads();
   attached = true;
   t.join();
@@ -227,8 +229,8 @@ TEST(PmuSampler, SampleTimesAreOnTheMonotonicClock) {
   opt.sample_period = 1;
   opt.precise_ip = 0;
   PmuSampler s;
-  const ProbeResult r = s.start(opt);
-  if (!r.ok) GTEST_SKIP() << "software perf events unavailable: " << r.reason;
+  const Status r = s.start(opt);
+  if (!r.is_ok()) GTEST_SKIP() << "software perf events unavailable: " << r.message();
   auto mono = [] {
     timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -258,9 +260,9 @@ TEST(PmuSampler, HardwarePebsOrIbsWhenPresent) {
     opt.kind = kind;
     opt.sample_period = 1009;
     PmuSampler s;
-    const ProbeResult r = s.start(opt);
-    if (!r.ok) {
-      std::printf("%s unavailable here: %s\n", sampler_kind_name(kind), r.reason.c_str());
+    const Status r = s.start(opt);
+    if (!r.is_ok()) {
+      std::printf("%s unavailable here: %s\n", sampler_kind_name(kind), r.message());
       continue;
     }
     std::vector<char> buf(64 << 20, 1);

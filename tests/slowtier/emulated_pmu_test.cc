@@ -56,14 +56,14 @@ TEST(EmulatedPmu, TheRealMarkedStoreBeginsWithThePluginsMarker) {
 
 TEST(EmulatedPmu, WithoutThePluginNothingAnswers) {
   EmulatedPmu pmu;  // the real marked store: on this host the marker is a plain NOP
-  const ProbeResult r = pmu.probe();
-  EXPECT_FALSE(r.ok);
-  EXPECT_EQ(r.err, ENODEV);
-  EXPECT_NE(r.reason.find("no slow-tier plugin answered"), std::string::npos) << r.reason;
+  const Status r = pmu.probe();
+  EXPECT_FALSE(r.is_ok());
+  EXPECT_EQ(r.sys_errno(), ENODEV);
+  EXPECT_NE(std::string(r.message()).find("no slow-tier plugin answered"), std::string::npos) << r.message();
   EmulatedPmuOptions opt;
   opt.ranges = {AddressRange{0x10000, 0x20000}};
   opt.ring_bytes = 4096;
-  EXPECT_FALSE(pmu.start(opt).ok);
+  EXPECT_FALSE(pmu.start(opt).is_ok());
   EXPECT_FALSE(pmu.started());
   EXPECT_EQ(pmu.drain(nullptr), 0u);
 }
@@ -72,13 +72,13 @@ TEST(EmulatedPmu, SamplesTheRegisteredRangesWithTheStepClock) {
   PmuRegistry registry(80, 305);
   int foreign = 0;
   EmulatedPmu pmu(in_process_plugin(&registry, &foreign));
-  ASSERT_TRUE(pmu.probe().ok);
+  ASSERT_TRUE(pmu.probe().is_ok());
   EXPECT_FALSE(registry.active());
   EmulatedPmuOptions opt;
   opt.ranges = {AddressRange{0x100000, 0x200000}, AddressRange{0x400000, 0x401000}};
   opt.ring_bytes = 16 * 4096;
-  const ProbeResult r = pmu.start(opt);
-  ASSERT_TRUE(r.ok) << r.reason;
+  const Status r = pmu.start(opt);
+  ASSERT_TRUE(r.is_ok()) << r.message();
   EXPECT_TRUE(registry.active());
   uint64_t* clock = pmu.step_clock();
   ASSERT_NE(clock, nullptr);
@@ -137,7 +137,7 @@ TEST(EmulatedPmu, NothingIsSampledWhileTheStepClockIsZero) {
   opt.ranges = {AddressRange{0x100000, 0x200000}};
   opt.ring_bytes = 4096;
   opt.sample_period = 2;
-  ASSERT_TRUE(pmu.start(opt).ok);
+  ASSERT_TRUE(pmu.start(opt).is_ok());
   for (int i = 0; i < 10; ++i) registry.on_event(0, 0x100000, EventKind::kLoadMiss, 0, 1);
   *pmu.step_clock() = 3;
   for (int i = 0; i < 10; ++i) registry.on_event(0, 0x100040, EventKind::kLoadMiss, 0, 1);
@@ -159,7 +159,7 @@ TEST(EmulatedPmu, EveryNthEventBecomesASample) {
   opt.ranges = {AddressRange{0x100000, 0x200000}};
   opt.ring_bytes = 4096;
   opt.sample_period = 7;
-  ASSERT_TRUE(pmu.start(opt).ok);
+  ASSERT_TRUE(pmu.start(opt).is_ok());
   *pmu.step_clock() = 1;
   for (int i = 0; i < 70; ++i) registry.on_event(0, 0x100000 + 64 * i, EventKind::kLoadMiss, 0, 1);
   registry.on_event(0, 0x900000, EventKind::kLoadMiss, 0, 1);  // outside: does not count towards the period
@@ -174,7 +174,7 @@ TEST(EmulatedPmu, ASlowReaderLosesSamplesAndTheRingSaysHowMany) {
   EmulatedPmuOptions opt;
   opt.ranges = {AddressRange{0x100000, 0x200000}};
   opt.ring_bytes = 4096;  // 85 records
-  ASSERT_TRUE(pmu.start(opt).ok);
+  ASSERT_TRUE(pmu.start(opt).is_ok());
   *pmu.step_clock() = 1;
   for (int i = 0; i < 200; ++i) registry.on_event(0, 0x100000, EventKind::kLoadMiss, 0, 1);
   size_t got = drain(pmu).size();
@@ -202,7 +202,7 @@ TEST(EmulatedPmu, AnUnmarkedPageIsNeverWrittenAndThePublishIsTriedAgain) {
   EmulatedPmuOptions opt;
   opt.ranges = {AddressRange{0x100000, 0x200000}};
   opt.ring_bytes = 4 * 4096;
-  ASSERT_TRUE(pmu.start(opt).ok);
+  ASSERT_TRUE(pmu.start(opt).is_ok());
   *pmu.step_clock() = 1;
   for (int i = 0; i < 100; ++i) registry.on_event(0, 0x100000 + 64 * i, EventKind::kLoadMiss, 0, 1);
   const auto got = drain(pmu);
@@ -219,14 +219,14 @@ TEST(EmulatedPmu, RefusedRegistrationsAndForgottenTokens) {
   EmulatedPmuOptions opt;
   opt.ring_bytes = 4096;
   opt.ranges = {AddressRange{0x200000, 0x100000}};  // empty range: the plugin refuses it
-  ProbeResult r = pmu.start(opt);
-  EXPECT_FALSE(r.ok);
-  EXPECT_NE(r.reason.find("refused"), std::string::npos) << r.reason;
+  Status r = pmu.start(opt);
+  EXPECT_FALSE(r.is_ok());
+  EXPECT_NE(std::string(r.message()).find("refused"), std::string::npos) << r.message();
   opt.ranges = {AddressRange{0x100000, uint64_t{1} << 48}};  // beyond user space
-  EXPECT_FALSE(pmu.start(opt).ok);
+  EXPECT_FALSE(pmu.start(opt).is_ok());
   opt.ranges = {AddressRange{0x100000, 0x200000}};
   opt.ring_bytes = 3 * 4096;
-  EXPECT_FALSE(pmu.start(opt).ok);  // not a power of two: refused before asking
+  EXPECT_FALSE(pmu.start(opt).is_ok());  // not a power of two: refused before asking
   EXPECT_FALSE(registry.active());
 
   // More registrations than slots: the least recently used is forgotten; its owner reads nothing
@@ -235,7 +235,7 @@ TEST(EmulatedPmu, RefusedRegistrationsAndForgottenTokens) {
   std::vector<std::unique_ptr<EmulatedPmu>> many;
   for (int i = 0; i <= PmuRegistry::kMaxRegistrations; ++i) {
     many.push_back(std::make_unique<EmulatedPmu>(in_process_plugin(&registry)));
-    ASSERT_TRUE(many.back()->start(opt).ok) << i;
+    ASSERT_TRUE(many.back()->start(opt).is_ok()) << i;
     *many.back()->step_clock() = 1;
   }
   registry.on_event(0, 0x100040, EventKind::kLoadMiss, 0, 1);
@@ -255,10 +255,11 @@ TEST(EmulatedPmu, ThePmuSamplerReadsTheEmulatedRing) {
   opt.sample_period = 1;
   opt.emulated_ring_bytes = 8 * 4096;
   opt.emulated_ranges = {AddressRange{0x100000, 0x200000}};
-  ASSERT_TRUE(sampler.probe(opt).ok);
-  ASSERT_TRUE(sampler.start(opt).ok);
+  ASSERT_TRUE(sampler.probe(opt).is_ok());
+  ASSERT_TRUE(sampler.start(opt).is_ok());
+  EXPECT_EQ(sampler.description(), "qemu-slowtier ring of 32 KiB, period 1");  // what "PMU sampler started: " logs
   EXPECT_EQ(sampler.threads(), 1u);
-  EXPECT_TRUE(sampler.attach_thread(12345).ok);
+  EXPECT_TRUE(sampler.attach_thread(12345).is_ok());
   ASSERT_NE(sampler.step_clock(), nullptr);
   *sampler.step_clock() = 42;  // sampling on
   registry.on_event(0, 0x100080, EventKind::kWriteback, 1, 1);

@@ -100,7 +100,9 @@ void PmuHarvest::attach_new_threads(uint64_t now) {
   if (!started_ || options_.source == PmuSource::kEmulated || now - last_thread_scan_ns_ < kScanIntervalNs) return;
   last_thread_scan_ns_ = now;
   for (pid_t tid : process_threads()) {
-    if (threads_.insert(tid).second) sampler_.attach_thread(tid);
+    // A thread that exited since the listing fails with ESRCH, and one the kernel refuses is not sampled:
+    // either way nothing else is to be done about it here (the ring of every other thread is open).
+    if (threads_.insert(tid).second) static_cast<void>(sampler_.attach_thread(tid));
   }
 }
 

@@ -188,7 +188,9 @@ __attribute__((noinline)) void* alloc_object(const ObjectRequest& q, bool* zeroe
   const uint32_t slot = place_extent(s, q, q.reserve > q.size ? q.reserve : q.size, c.want, &d, &fresh_zero);
   if (slot == kNoSlot) {
     s.counters.heap_full_fallbacks.fetch_add(1, std::memory_order_relaxed);
-    s.events.fill(c.ticket, ObjectEvent{ObjectEventKind::kAborted});
+    ObjectEvent aborted{};
+    aborted.kind = ObjectEventKind::kAborted;
+    s.events.fill(c.ticket, aborted);
     if (c.ticket != EventRing::kNoTicket) wake_service();
     return nullptr;
   }

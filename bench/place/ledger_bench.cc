@@ -39,9 +39,9 @@ double ns_per_pair(HostLedger& ledger, uint64_t pairs) {
 }
 
 bool join(HostLedger& l, const char* path) {
-  const char* why = nullptr;
-  if (l.join(path, kBudget, getpid(), sentinel::process_start_time(getpid()), &why)) return true;
-  std::fprintf(stderr, "join: %s\n", why);
+  const sentinel::Status s = l.join(path, kBudget, getpid(), sentinel::process_start_time(getpid()));
+  if (s.is_ok()) return true;
+  std::fprintf(stderr, "join: %s\n", s.message());
   return false;
 }
 

@@ -13,8 +13,7 @@
 // temporary and the target path: whole while the path is under about 480 bytes). A Status is returned at
 // start-up, on the service thread and by the command-line tool, never per allocation.
 //
-// New code returns Status. One adapter to the older convention (a bool next to an out-parameter) is left:
-// place::HostLedger::join's form with a const char** out-parameter, for bench/place/ledger_bench.cc.
+// New code returns Status; no adapter to the older convention (a bool next to an out-parameter) is left.
 //
 // Thread safety: a value type; no shared state.
 #pragma once
@@ -48,7 +47,7 @@ class [[nodiscard]] Status {
   // The message: "" for ok.
   const char* message() const noexcept { return text_[0] != '\0' ? text_ : static_text_; }
   // The static text the failure was made with (without what was appended): "" for ok. It outlives the
-  // Status, so it can be handed out as a plain const char* (HostLedger::join's adapter does).
+  // Status, so it can be handed out as a plain const char*.
   const char* static_text() const noexcept { return static_text_; }
   int sys_errno() const noexcept { return errno_; }
   bool truncated() const noexcept { return truncated_; }

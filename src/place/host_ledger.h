@@ -70,13 +70,6 @@ class HostLedger {
   // A failure (static text, with the errno where a system call said why) when the file cannot be made or
   // used, or every slot is held by a live rank.
   Status join(const char* path, uint64_t budget_bytes, pid_t pid, uint64_t start_time) noexcept;
-  // The older convention (false with *why), an adapter kept only for bench/place/ledger_bench.cc until it
-  // moves to the Status form; nothing else calls it.
-  bool join(const char* path, uint64_t budget_bytes, pid_t pid, uint64_t start_time, const char** why) noexcept {
-    const Status s = join(path, budget_bytes, pid, start_time);
-    if (!s.is_ok()) *why = s.static_text();
-    return s.is_ok();
-  }
 
   bool joined() const noexcept { return slot_ != nullptr; }
   // Reserves `bytes` of the host budget for this rank; false when they do not fit (or not joined).

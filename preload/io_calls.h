@@ -5,19 +5,22 @@
 // When the kernel copies into or out of such a page on a system call's behalf it does not fault: the
 // call fails with EFAULT ("Bad address"), and a datagram received that way is lost. So before the call,
 // every window in the buffers it will touch (each iovec; for recvmsg/sendmsg also msg_control) is
-// restored and counted as a touch (the I/O accesses the object); never by retrying after EFAULT.
+// restored and counted as a touch (the I/O accesses the object), and an I/O guard over the call's span
+// keeps the sampler from arming a window there until the call returns (SoftwareSampler::begin_io/end_io);
+// never by retrying after EFAULT.
 //
 // Fast path: while no window is protected (no sampling, or nothing armed) the wrapper is one lock-free
 // check and the real call. Calls made by Sentinel itself (its service thread, or any thread inside
 // Sentinel) go straight to the real function. errno is the real call's. Nothing here allocates; the real
 // functions are found once with dlsym(RTLD_NEXT).
 //
-// Limits: a window armed by a phase boundary while the call is in flight (e.g. a blocking read() waiting
-// for data) can still make it fail with EFAULT; the _FORTIFY_SOURCE entry points (__read_chk, ...),
-// preadv/pwritev and recvmmsg/sendmmsg are not interposed.
+// Limits: more than 256 calls in flight at once leave the later ones unguarded (a window armed during such
+// a call can make it fail with EFAULT; counted as io_unguarded); a blocking call keeps the windows of its
+// span unarmed while it waits; the _FORTIFY_SOURCE entry points (__read_chk, ...), preadv/pwritev and
+// recvmmsg/sendmmsg are not interposed.
 //
-// Thread safety: any thread. Not async-signal-safe while windows are armed: it tries the sampler's mutex
-// (never waiting on it, but pthread_mutex_trylock is not async-signal-safe).
+// Thread safety: any thread, and async-signal-safe: the guard takes no lock (it claims an entry with a
+// compare-exchange and waits, boundedly, only for another thread's one mprotect call).
 #pragma once
 
 #include <sys/socket.h>

@@ -2,7 +2,7 @@
 // (`sentinel replay --budget`): a byte count with an optional K/M/G/T suffix (powers of 1024, e.g. "512M",
 // "0"), or a percentage of the peak object bytes in (0, 100] ("20%", "12.5%").
 //
-// Never allocates (the runtime parses it during the first malloc of the process).
+// Never allocates (the runtime parses it from its library constructor, before its own allocator is ready).
 #pragma once
 
 #include <cstdint>

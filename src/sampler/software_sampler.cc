@@ -12,6 +12,7 @@
 #include <cstring>
 #include <new>
 
+#include "core/text_buf.h"
 #include "os/os.h"
 #include "sampler/segv_chain.h"
 #include "sampler/software_sampler_internal.h"
@@ -24,47 +25,17 @@ namespace {
 
 std::atomic<SoftwareSampler*> g_active{nullptr};
 
-// Async-signal-safe text for the fatal-fault note: appends to buf[0..cap) at *len, cuts what does not fit.
-void put_text(char* buf, size_t cap, size_t* len, const char* text) {
-  while (*text != '\0' && *len + 1 < cap) buf[(*len)++] = *text++;
-}
-void put_hex(char* buf, size_t cap, size_t* len, uintptr_t value) {
-  char digits[2 + 16 + 1] = "0x";
-  int n = 0;
-  char rev[16];
-  do {
-    rev[n++] = "0123456789abcdef"[value & 15];
-    value >>= 4;
-  } while (value != 0);
-  for (int i = 0; i < n; ++i) digits[2 + i] = rev[n - 1 - i];
-  digits[2 + n] = '\0';
-  put_text(buf, cap, len, digits);
-}
-void put_decimal(char* buf, size_t cap, size_t* len, uint64_t value) {
-  char rev[21];
-  int n = 0;
-  do {
-    rev[n++] = static_cast<char>('0' + value % 10);
-    value /= 10;
-  } while (value != 0);
-  char digits[21];
-  for (int i = 0; i < n; ++i) digits[i] = rev[n - 1 - i];
-  digits[n] = '\0';
-  put_text(buf, cap, len, digits);
-}
-
 // Where an instruction address lies: "module+0xoffset" (_dl_find_object is async-signal-safe), or the bare
 // address.
-void put_code_address(char* buf, size_t cap, size_t* len, uintptr_t pc) {
+void put_code_address(TextBuf& out, uintptr_t pc) {
   dl_find_object found;
   if (pc != 0 && _dl_find_object(reinterpret_cast<void*>(pc), &found) == 0 && found.dlfo_link_map != nullptr) {
     const link_map* map = found.dlfo_link_map;
-    put_text(buf, cap, len, map->l_name != nullptr && map->l_name[0] != '\0' ? map->l_name : "<main program>");
-    put_text(buf, cap, len, "+");
-    put_hex(buf, cap, len, pc - map->l_addr);
+    out.put(map->l_name != nullptr && map->l_name[0] != '\0' ? map->l_name : "<main program>");
+    out.put("+").put_hex(pc - map->l_addr);
     return;
   }
-  put_hex(buf, cap, len, pc);
+  out.put_hex(pc);
 }
 
 void zero_counters(SoftwareSampler::Tables& t) {
@@ -217,25 +188,24 @@ void SoftwareSampler::on_signal(int sig, siginfo_t* info, void* ucontext) {
 
 
 void SoftwareSampler::note_fatal_fault(const Tables* t, const siginfo_t* info, const void* ucontext) {
-  // A crash of the program while the sampler protects pages of it says on stderr whether a window was
-  // involved: without this line, a program killed by SIGSEGV under Sentinel leaves no word of where.
+  // A crash of the program while the sampler holds SIGSEGV says on stderr whether a window was involved:
+  // without this line, a program killed by SIGSEGV under Sentinel leaves no word of where.
   char line[640];
-  size_t len = 0;
+  TextBuf out(line, sizeof line - 1);  // room for the newline
   const auto addr = reinterpret_cast<uintptr_t>(info->si_addr);
-  put_text(line, sizeof line, &len, "sentinel: SIGSEGV (");
-  put_text(line, sizeof line, &len, info->si_code == SEGV_ACCERR   ? "protection fault"
-                                    : info->si_code == SEGV_MAPERR ? "unmapped address"
-                                                                   : "code ");
-  if (info->si_code != SEGV_ACCERR && info->si_code != SEGV_MAPERR) {
-    put_decimal(line, sizeof line, &len, static_cast<uint64_t>(info->si_code));
+  out.put("sentinel: SIGSEGV (");
+  if (info->si_code == SEGV_ACCERR) {
+    out.put("protection fault");
+  } else if (info->si_code == SEGV_MAPERR) {
+    out.put("unmapped address");
+  } else {
+    out.put("code ").put_signed(info->si_code);
   }
-  put_text(line, sizeof line, &len, ") at ");
-  put_hex(line, sizeof line, &len, addr);
+  out.put(") at ").put_hex(addr);
 #if defined(__x86_64__)
   if (ucontext != nullptr) {
-    put_text(line, sizeof line, &len, ", instruction at ");
-    const auto* uc = static_cast<const ucontext_t*>(ucontext);
-    put_code_address(line, sizeof line, &len, static_cast<uintptr_t>(uc->uc_mcontext.gregs[REG_RIP]));
+    out.put(", instruction at ");
+    put_code_address(out, static_cast<uintptr_t>(static_cast<const ucontext_t*>(ucontext)->uc_mcontext.gregs[REG_RIP]));
   }
 #else
   (void)ucontext;
@@ -249,23 +219,18 @@ void SoftwareSampler::note_fatal_fault(const Tables* t, const siginfo_t* info, c
     }
     if (in_window != n) {
       const Window& w = t->windows[in_window];
-      put_text(line, sizeof line, &len, "; the address is in software-sampler window ");
-      put_decimal(line, sizeof line, &len, in_window);
-      put_text(line, sizeof line, &len, " (state ");
-      put_decimal(line, sizeof line, &len, state_of(w.word.load(std::memory_order_acquire)));
-      put_text(line, sizeof line, &len, ", object slot ");
-      put_decimal(line, sizeof line, &len, w.slot.load(std::memory_order_relaxed));
-      put_text(line, sizeof line, &len, "), protected by Sentinel or just restored");
+      out.put("; the address is in software-sampler window ").put(uint64_t{in_window});
+      out.put(" (state ").put(state_of(w.word.load(std::memory_order_acquire)));
+      out.put(", object slot ").put(uint64_t{w.slot.load(std::memory_order_relaxed)});
+      out.put("), protected by Sentinel or just restored");
     } else {
-      put_text(line, sizeof line, &len, "; not in a software-sampler window (");
-      put_decimal(line, sizeof line, &len, t->stats.armed_now.load(std::memory_order_relaxed));
-      put_text(line, sizeof line, &len, " armed)");
+      out.put("; not in a software-sampler window (").put(t->stats.armed_now.load(std::memory_order_relaxed));
+      out.put(" armed)");
     }
   }
-  put_text(line, sizeof line, &len, "; the program's default action follows\n");
-  if (len > 0 && line[len - 1] != '\n') line[len - 1] = '\n';
-  ssize_t ignored = ::write(STDERR_FILENO, line, len);
-  (void)ignored;
+  out.put("; the program's default action follows");
+  line[out.size()] = '\n';
+  write_all(STDERR_FILENO, line, out.size() + 1);
 }
 
 void SoftwareSampler::disarm_locked(Tables& t) {

@@ -493,6 +493,14 @@ void program_siginfo_handler(int sig, siginfo_t* info, void*) {
 }
 void program_plain_handler(int sig) { _exit(sig == SIGSEGV ? 43 : 4); }
 
+// Starts `s` and gives the program program_plain_handler as its SIGSEGV handler (through the chain).
+void start_with_program_plain_handler(SoftwareSampler& s) {
+  if (!s.start({}, nullptr)) _exit(5);
+  struct sigaction sa = {};
+  sa.sa_handler = program_plain_handler;
+  SoftwareSampler::set_program_handler(sa, nullptr);
+}
+
 TEST(SoftwareSamplerDeathTest, ForeignFaultReachesHandlerInstalledBefore) {
   EXPECT_EXIT(
       {
@@ -615,10 +623,7 @@ TEST(SoftwareSamplerDeathTest, RaisedSegvReachesProgramOrKills) {
   EXPECT_EXIT(
       {
         SoftwareSampler s;
-        if (!s.start({}, nullptr)) _exit(5);
-        struct sigaction sa = {};
-        sa.sa_handler = program_plain_handler;
-        SoftwareSampler::set_program_handler(sa, nullptr);
+        start_with_program_plain_handler(s);
         raise(SIGSEGV);
         _exit(6);
       },
@@ -662,10 +667,7 @@ TEST(SoftwareSamplerDeathTest, StopKeepsTheKernelSlotAndDestructionGivesItBackTo
   EXPECT_EXIT(
       {
         SoftwareSampler s;
-        if (!s.start({}, nullptr)) _exit(5);
-        struct sigaction sa = {};
-        sa.sa_handler = program_plain_handler;
-        SoftwareSampler::set_program_handler(sa, nullptr);
+        start_with_program_plain_handler(s);
         s.stop();
         raise(SIGSEGV);  // through the sampler's handler, delivered to the program's
         _exit(6);

@@ -409,6 +409,10 @@ ProfilerReport profiler_report() noexcept {
     r.profiles_written = p.profiles_written;
     r.profile_restarts = p.restarts;
     r.events_dropped = g_state.events.dropped();
+    if (p.software != nullptr && p.kind == SamplerKind::kSoftware) {
+      r.software_sampler = true;
+      r.software = p.software->stats();
+    }
     r.profile_path = g_state.config.profile_out;
     r.state = state_name(p.state);
   } catch (...) {

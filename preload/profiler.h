@@ -26,6 +26,7 @@
 
 #include "core/event_ring.h"
 #include "profile/profile.h"
+#include "sampler/software_sampler.h"
 #include "service.h"
 
 namespace sentinel::rt {
@@ -74,6 +75,8 @@ struct ProfilerReport {
   uint64_t profiles_written = 0;
   uint64_t profile_restarts = 0;
   uint64_t events_dropped = 0;
+  bool software_sampler = false;  // whether the fields below were read (a software sampler exists)
+  SoftwareSamplerStats software;  // its fault handling since its last start
   std::string profile_path;
   std::string state;
 };

@@ -77,6 +77,11 @@ void add_profiler(Json& j) {
   j[key::kProfilesWritten] = prof.profiles_written;
   j[key::kProfileRestarts] = prof.profile_restarts;
   j[key::kObjectEventsDropped] = prof.events_dropped;
+  const auto software = [&prof](uint64_t value) { return prof.software_sampler ? Json(value) : Json(nullptr); };
+  j[key::kSamplerFaultsRetried] = software(prof.software.faults_retried);
+  j[key::kSamplerFaultsChained] = software(prof.software.faults_chained);
+  j[key::kSamplerMprotectFailures] = software(prof.software.mprotect_failures);
+  j[key::kSamplerIoUnguarded] = software(prof.software.io_unguarded);
 }
 
 void add_placement(Json& j, const State& s) {

@@ -55,6 +55,14 @@ inline constexpr const char kProfileFirstStep[] = "profile_first_step";  // of t
 inline constexpr const char kProfilesWritten[] = "profiles_written";
 inline constexpr const char kProfileRestarts[] = "profile_restarts";
 inline constexpr const char kObjectEventsDropped[] = "object_events_dropped";
+// The software sampler's fault handling since its last start (it keeps SIGSEGV after a profile ends):
+// faults it could not attribute and let run again once (a window just restored, or the program's own fault
+// before it reaches the program), faults handed to the program's disposition, mprotect calls refused, and
+// I/O calls made while every I/O guard was taken (preload/io_calls.h). null without a software sampler.
+inline constexpr const char kSamplerFaultsRetried[] = "sampler_faults_retried";
+inline constexpr const char kSamplerFaultsChained[] = "sampler_faults_chained";
+inline constexpr const char kSamplerMprotectFailures[] = "sampler_mprotect_failures";
+inline constexpr const char kSamplerIoUnguarded[] = "sampler_io_unguarded";
 inline constexpr const char kFastBudgetBytes[] = "fast_budget_bytes";
 inline constexpr const char kPeakFastBytes[] = "peak_fast_bytes";
 inline constexpr const char kPeakSlowBytes[] = "peak_slow_bytes";
@@ -137,7 +145,7 @@ inline constexpr const char kProfileSource[] = "profile_source";
 inline constexpr const char kPlansFromLocalRank0Profile[] = "plans_from_local_rank0_profile";
 inline constexpr const char kMode[] = "mode";
 
-inline constexpr std::array<std::string_view, 121> kAll = {
+inline constexpr std::array<std::string_view, 125> kAll = {
     kPid,
     kRank,
     kForkedChildren,
@@ -184,6 +192,10 @@ inline constexpr std::array<std::string_view, 121> kAll = {
     kProfilesWritten,
     kProfileRestarts,
     kObjectEventsDropped,
+    kSamplerFaultsRetried,
+    kSamplerFaultsChained,
+    kSamplerMprotectFailures,
+    kSamplerIoUnguarded,
     kFastBudgetBytes,
     kPeakFastBytes,
     kPeakSlowBytes,

@@ -14,6 +14,7 @@
 
 #include "core/text_buf.h"
 #include "os/os.h"
+#include "os/spin_lock.h"
 #include "sampler/segv_chain.h"
 #include "sampler/software_sampler_internal.h"
 
@@ -211,7 +212,8 @@ void SoftwareSampler::note_fatal_fault(const Tables* t, const siginfo_t* info, c
   (void)ucontext;
 #endif
   if (t != nullptr) {
-    const uint32_t n = t->stats.high_water.load(std::memory_order_acquire);
+    // Every entry, in use or not: a freed entry keeps the range it last covered.
+    const uint32_t n = t->opt.max_windows;
     uint32_t in_window = n;
     for (uint32_t i = 0; i < n && in_window == n; ++i) {
       const Window& w = t->windows[i];
@@ -220,8 +222,11 @@ void SoftwareSampler::note_fatal_fault(const Tables* t, const siginfo_t* info, c
     if (in_window != n) {
       const Window& w = t->windows[in_window];
       out.put("; the address is in software-sampler window ").put(uint64_t{in_window});
+      out.put(" of ").put(uint64_t{t->stats.high_water.load(std::memory_order_acquire)}).put(" in use");
       out.put(" (state ").put(state_of(w.word.load(std::memory_order_acquire)));
       out.put(", object slot ").put(uint64_t{w.slot.load(std::memory_order_relaxed)});
+      out.put(", ").put(t->stats.armed_now.load(std::memory_order_relaxed)).put(" armed, ");
+      out.put(t->stats.mprotect_failures.load(std::memory_order_relaxed)).put(" mprotect failures");
       out.put("), protected by Sentinel or just restored");
     } else {
       out.put("; not in a software-sampler window (").put(t->stats.armed_now.load(std::memory_order_relaxed));
@@ -231,6 +236,34 @@ void SoftwareSampler::note_fatal_fault(const Tables* t, const siginfo_t* info, c
   out.put("; the program's default action follows");
   line[out.size()] = '\n';
   write_all(STDERR_FILENO, line, out.size() + 1);
+}
+
+void SoftwareSampler::settle_claimed_while_arming(Window& w, uintptr_t start, uintptr_t end) {
+  // A fault claimed the window while it was arming (claim() takes kArming windows too). That fault may be
+  // one the kernel delivered late (the thread faulted on the window's previous arming, was preempted, and
+  // its handler ran only after the window was restored and armed again, before this arming's mprotect):
+  // then its restore ran before our mprotect(PROT_NONE), and the pages are protected while the state says
+  // restored (or read-only). Nothing would ever restore them: a later disarm skips a restored window, and
+  // the program's next access is a fault no window claims, fatal (seen in the two-node guest's soak, 2 of 8
+  // runs). So the owner takes the window once more and gives the pages the protection its state names.
+  // Only claim() changes a window from kArming (release() and begin_io() wait for the arming to end).
+  for (;;) {
+    uint64_t word = w.word.load(std::memory_order_acquire);
+    const uint64_t s = state_of(word);
+    if (s == kRestoring) {  // the claim's own mprotect is still running
+      os::yield_cpu();
+      continue;
+    }
+    if (s != kRestored && s != kReadOnly) return;  // not reachable: only the owner arms or frees
+    if (!w.word.compare_exchange_strong(word, next_word(word, kRestoring), std::memory_order_acq_rel)) continue;
+    if (s == kRestored) {
+      make_accessible(start, end);
+    } else {
+      make_read_only(start, end);
+    }
+    w.word.store(next_word(next_word(word, kRestoring), s), std::memory_order_release);
+    return;
+  }
 }
 
 void SoftwareSampler::disarm_locked(Tables& t) {
@@ -323,7 +356,9 @@ size_t SoftwareSampler::arm(const std::vector<SampleRegion>& regions, uint32_t p
     }
     // kArming -> kArmed, unless a fault already claimed the window (then it is armed and touched).
     uint64_t expected = arming;
-    w.word.compare_exchange_strong(expected, next_word(arming, kArmed), std::memory_order_acq_rel);
+    if (!w.word.compare_exchange_strong(expected, next_word(arming, kArmed), std::memory_order_acq_rel)) {
+      settle_claimed_while_arming(w, start, start + wp * page_);
+    }
     Counters& c = t.counter(r.slot, phase);
     c.armed.fetch_add(1, std::memory_order_relaxed);
     c.armed_pages.fetch_add(wp, std::memory_order_relaxed);
@@ -374,7 +409,9 @@ size_t SoftwareSampler::rearm() {
       continue;
     }
     uint64_t expected = arming;  // a fault may already have claimed it (then it is touched again)
-    w.word.compare_exchange_strong(expected, next_word(arming, kArmed), std::memory_order_acq_rel);
+    if (!w.word.compare_exchange_strong(expected, next_word(arming, kArmed), std::memory_order_acq_rel)) {
+      settle_claimed_while_arming(w, start, end);
+    }
     counters_of(t, w).rearmed.fetch_add(1, std::memory_order_relaxed);
     st.windows_rearmed.fetch_add(1, std::memory_order_relaxed);
     ++rearmed;

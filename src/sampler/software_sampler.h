@@ -214,6 +214,8 @@ class SoftwareSampler {
   void restore_window(Tables& t, Window& w, bool count_as_touch);
   void disarm_locked(Tables& t);
   void hand_back_segv();  // destructor only
+  // Owner, after its mprotect(PROT_NONE) of an arming window lost the window to a fault's claim.
+  void settle_claimed_while_arming(Window& w, uintptr_t start, uintptr_t end);
 
   mutable std::mutex mu_;  // owner operations only; never taken by release() or the handler
   size_t page_ = 4096;

@@ -46,9 +46,11 @@ bool SoftwareSampler::claim(Tables& t, uintptr_t addr, void* ucontext) {
     const uintptr_t start = w.start.load(std::memory_order_relaxed);
     const uintptr_t end = w.end.load(std::memory_order_relaxed);
     if (addr < start || addr >= end) continue;
-    // A fault in a window that is still arming is claimed too: the fault shows that the owner's
-    // mprotect(PROT_NONE) has taken effect, so a restore now cannot be undone by it. (This also keeps
-    // a forked child, which has no owner thread, from waiting for an arm that never ends.)
+    // A fault in a window that is still arming is claimed too: usually the fault shows that the owner's
+    // mprotect(PROT_NONE) has taken effect. A fault the kernel delivered late (from the window's previous
+    // arming) may be claimed before that mprotect instead; the owner, whose compare-exchange to kArmed then
+    // fails, gives the pages the state's protection again (settle_claimed_while_arming). (Claiming kArming
+    // also keeps a forked child, which has no owner thread, from waiting for an arm that never ends.)
     if ((s == kArmed || s == kArming) &&
         w.word.compare_exchange_strong(word, next_word(word, kRestoring), std::memory_order_acq_rel)) {
       // A read leaves the window protected against writes, so that a write in the same cycle counts.

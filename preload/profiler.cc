@@ -117,12 +117,25 @@ void begin_profile(Profiler& p, const LiveObjects& live, const ObjectEvent& e) {
   // The step that just ended ran without sampling: its phase times are the program's own.
   p.builder->set_unsampled_phase_ns(p.phase_forecast_ns);
   p.state = ProfState::kProfiling;
-  p.phase_open = false;
+  // The software sampler armed the live objects when the profile was chosen (a step ahead) and arms
+  // every birth since: its windows stay (a new arm would drop the windows of objects born since that
+  // this thread has not read of yet).
+  p.phase_open = p.kind == SamplerKind::kSoftware && g_sampling_active.load(std::memory_order_relaxed);
   p.last_arm_ns = 0;
   if (sampling_kind(p.kind) && !g_sampling_active.load(std::memory_order_relaxed) && !start_sampling(p)) {
     p.kind = SamplerKind::kNone;
   }
   if (p.pmu != nullptr && p.pmu->started()) p.pmu->begin(live);
+  if (p.kind == SamplerKind::kSoftware) {
+    p.touch_attribution.clear();
+    for (const auto& [key, o] : live) {
+      if (key == born_now) continue;
+      p.touch_attribution.on_object(key, g_state.heap.record(static_cast<uint32_t>(key >> 32)).start, o.size, 0, 0);
+    }
+    p.pending_touches.clear();
+    p.last_event_clock = 0;
+    p.touches_outside = 0;
+  }
 }
 
 void update_forecast(Profiler& p, const ObjectEvent& e) {
@@ -232,6 +245,22 @@ void on_alloc(Profiler& p, const LiveObjects& live, const ObjectEvent& e) {
                                          .c_str());
         }
       }
+    } else if (p.kind == SamplerKind::kSoftware) {
+      // This thread reads events a while after they happen: by the time it sees a step begin, the program
+      // has allocated part of it, and those births got no window (the allocation path arms one only while
+      // sampling: profiler_on_alloc). So sampling starts now, over the objects alive now, and the profile
+      // with the next step; touches before it are dropped (outside the profile).
+      if (p.window_first_step >= 0 && e.step == p.window_first_step) {
+        begin_profile(p, live, e);
+      } else if (ready && (p.window_first_step < 0 || e.step > p.window_first_step)) {
+        __atomic_store_n(&p.window_first_step, e.step + 1, __ATOMIC_RELAXED);  // before sampling is on
+        if (!g_sampling_active.load(std::memory_order_relaxed) && !start_sampling(p)) {
+          p.kind = SamplerKind::kNone;
+          begin_profile(p, live, e);
+        } else {
+          arm(p, live, 0, e.event);
+        }
+      }
     } else if (ready) {
       begin_profile(p, live, e);
     }
@@ -264,6 +293,27 @@ void on_alloc(Profiler& p, const LiveObjects& live, const ObjectEvent& e) {
   p.builder->on_alloc(key, e.tag, e.site, e.occurrence, e.size, static_cast<uint32_t>(rel), e.event, e.time_ns,
                       e.live_bytes);
   if (p.state != ProfState::kProfiling) return;
+  if (p.kind == SamplerKind::kSoftware) {
+    // Touches carry their step clock, so the windows need not be armed anew at every phase boundary:
+    // births are armed by the allocation path (profiler_on_alloc; here only if that found no free entry),
+    // touched windows are protected again, in place, by the rearms of profiler_tick, and the objects alive
+    // when the profile was chosen were armed then. Before, every event re-armed every live object, which
+    // this thread could not keep up with: it armed phases long gone, after their step-local objects had
+    // died (docs/profiler.md).
+    p.touch_attribution.on_object(key, g_state.heap.record(e.slot).start, e.size, e.clock, e.time_ns);
+    p.touch_attribution.on_phase(e.clock, e.time_ns, static_cast<uint32_t>(rel), e.event);
+    p.last_event_clock = e.clock;
+    if (!p.phase_open) {
+      harvest(p);
+      arm(p, live, static_cast<uint32_t>(rel), e.event);
+    } else {
+      arm_new_object(p, key, e.size);
+      p.phase_step = static_cast<uint32_t>(rel);
+      p.phase = e.event;
+      harvest(p);
+    }
+    return;
+  }
   // On the events' clock: the arming cost is weighed against phase times (os/measure_clock.h).
   const uint64_t now = os::measure_ns();
   if (!rearm_now(p, e.event, now)) return;

@@ -16,8 +16,9 @@
 // previous one; PMU samples carry when their access happened and are put in its phase
 // (pmu_harvest.h).
 //
-// Thread safety: profiler_on_event() runs on the service thread's dispatcher only; profiler_on_free() runs
-// on any program thread and never blocks; the others may be called from the service thread or at exit.
+// Thread safety: profiler_on_event() runs on the service thread's dispatcher only; profiler_on_alloc() and
+// profiler_on_free() run on any program thread and never block; the others may be called from the service
+// thread or at exit.
 #pragma once
 
 #include <cstdint>
@@ -49,6 +50,12 @@ void profiler_set_min_period(uint32_t period) noexcept;
 void profiler_request_profile() noexcept;
 // The last completed profile (nullptr if none) and how many have completed so far.
 std::shared_ptr<const StepProfile> profiler_completed(uint64_t* count) noexcept;
+// The allocation path, for an object about to be handed to the program (born in `step`): while the
+// software sampler profiles, from the profile's first step on, arms a window in it
+// (SoftwareSampler::arm_birth) so that its first pass is counted. Called before the object's event is
+// published (the service thread would otherwise arm a second window for the slot). Lock-free,
+// allocation-free.
+void profiler_on_alloc(uint32_t slot, uintptr_t start, uint64_t size, int64_t step) noexcept;
 // Called by free() before the extent of `slot` can be reused: no sampled window may stay protected.
 void profiler_on_free(uint32_t slot) noexcept;
 // Around a system call that copies [addr, addr + len) to or from user memory (read, recv, write, ...: the

@@ -13,30 +13,54 @@ namespace sentinel::rt {
 
 std::atomic<bool> g_sampling_active{false};
 
+namespace {
+
+// A touch of a window is a pass over the whole object (DNN kernels stream whole tensors; the window is
+// protected again within the phase, software_sampler.h "Passes"): the object's cache lines once, as reads
+// or writes by how the pass began, and once more as write-backs when the pass wrote it. It goes to the
+// instance and phase of its step clock; touches newer than the newest event followed wait for it.
+void harvest_touches(Profiler& p, bool final) {
+  p.software->take_touches(&p.pending_touches);
+  size_t waiting = 0;
+  for (const WindowTouch& t : p.pending_touches) {
+    if (t.clock > p.last_event_clock && !final) {
+      p.pending_touches[waiting++] = t;
+      continue;
+    }
+    SampleAttributor::Hit h;
+    if (t.clock > p.last_event_clock || !p.touch_attribution.by_clock(t.addr, t.clock, &h)) {
+      ++p.touches_outside;
+      continue;
+    }
+    const uint64_t lines = h.size / kCacheLine;
+    p.builder->on_access(h.key, h.step, h.phase, t.write ? 0 : lines, t.write ? lines : 0, t.dirtied ? lines : 0);
+    ++p.samples;
+  }
+  p.pending_touches.resize(waiting);
+}
+
+// Whether the live object `key` may get a window now; fills `out`.
+bool armable(const Profiler& p, uint64_t key, uint64_t size, Armed* out) {
+  const uint32_t slot = static_cast<uint32_t>(key >> 32);
+  const ObjectRecord& r = g_state.heap.record(slot);
+  const uint64_t ticket = p.software != nullptr ? p.software->release_ticket(slot) : kNoReleaseTicket;
+  // Skip objects freed since the event we are processing: their extent may already be reused.
+  if (r.state.load(std::memory_order_acquire) != ExtentState::kLive || r.generation != static_cast<uint32_t>(key)) {
+    return false;
+  }
+  if (slot >= kMaxSampledSlots) return false;
+  // A thread's alternate signal stack must stay writable, or no signal can be delivered to it.
+  if (alt_stack_overlaps(r.start, size)) return false;
+  *out = Armed{slot, key, size, r.start, ticket};
+  return true;
+}
+
+}  // namespace
+
 void harvest(Profiler& p) {
   if (!p.phase_open || !p.builder) return;
   if (p.kind == SamplerKind::kSoftware) {
-    for (const Armed& a : p.armed) {
-      const WindowCounts c = p.software->counts(a.slot, 0);
-      WindowCounts& prev = p.last_counts[a.slot];
-      const uint64_t armed = c.armed - prev.armed;
-      const uint64_t touched = c.touched - prev.touched;
-      const uint64_t written = c.written - prev.written;
-      const uint64_t dirtied = c.dirtied - prev.dirtied;
-      prev = c;
-      if (armed == 0 || touched == 0) continue;
-      // A window stands for the whole object (DNN kernels stream whole tensors), and each touch is a
-      // pass over it (the window is protected again during the phase, software_sampler.h "Passes"):
-      // the estimate is the object's cache lines once per pass, split by how each pass began, and once
-      // more as write-backs per pass that wrote it.
-      const double lines = static_cast<double>(a.size) / kCacheLine;
-      const double wpasses = static_cast<double>(written) / armed;
-      const double rpasses = static_cast<double>(touched - written) / armed;
-      const double dpasses = static_cast<double>(dirtied) / armed;
-      p.builder->on_access(a.key, p.phase_step, p.phase, static_cast<uint64_t>(lines * rpasses),
-                           static_cast<uint64_t>(lines * wpasses), static_cast<uint64_t>(lines * dpasses));
-      p.samples += touched;
-    }
+    harvest_touches(p, false);
   } else if (p.pmu != nullptr) {
     p.pmu->harvest(*p.builder,
                    [&](uint64_t addr, uint64_t* key) {
@@ -57,18 +81,8 @@ void arm(Profiler& p, const LiveObjects& live, uint32_t step_rel, uint32_t phase
   if (p.pmu != nullptr) p.pmu->attach_new_threads(now_ns());
   p.armed.clear();
   for (const auto& [key, o] : live) {
-    const uint32_t slot = static_cast<uint32_t>(key >> 32);
-    const ObjectRecord& r = g_state.heap.record(slot);
-    const uint64_t ticket = p.software != nullptr ? p.software->release_ticket(slot) : kNoReleaseTicket;
-    // Skip objects freed since the event we are processing: their extent may already be reused.
-    if (r.state.load(std::memory_order_acquire) != ExtentState::kLive ||
-        r.generation != static_cast<uint32_t>(key)) {
-      continue;
-    }
-    if (slot >= kMaxSampledSlots) continue;
-    // A thread's alternate signal stack must stay writable, or no signal can be delivered to it.
-    if (alt_stack_overlaps(r.start, o.size)) continue;
-    p.armed.push_back(Armed{slot, key, o.size, r.start, ticket});
+    Armed a;
+    if (armable(p, key, o.size, &a)) p.armed.push_back(a);
   }
   std::sort(p.armed.begin(), p.armed.end(), [](const Armed& a, const Armed& b) { return a.start < b.start; });
   if (p.kind == SamplerKind::kSoftware) {
@@ -83,16 +97,27 @@ void arm(Profiler& p, const LiveObjects& live, uint32_t step_rel, uint32_t phase
   p.last_rearm_ns = now_ns();
 }
 
+void arm_new_object(Profiler& p, uint64_t key, uint64_t size) {
+  Armed a;
+  if (p.kind != SamplerKind::kSoftware || !armable(p, key, size, &a)) return;
+  p.software->add({SampleRegion{a.start, a.size, a.slot, a.release_ticket}}, 0);
+}
+
 void stop_sampling(Profiler& p) {
   if (!g_sampling_active.load(std::memory_order_relaxed)) return;
-  harvest(p);
   if (p.software != nullptr && p.kind == SamplerKind::kSoftware) {
-    p.software->disarm();
+    p.software->disarm();  // closes every window's cycle: all touches are in
+    if (p.phase_open && p.builder) harvest_touches(p, true);
+  } else {
+    harvest(p);
+  }
+  if (p.software != nullptr && p.kind == SamplerKind::kSoftware) {
     const SoftwareSamplerStats st = p.software->stats();
     log_write(LogLevel::kDebug, ("software sampler: " + std::to_string(st.arms) + " arms, " +
                                  std::to_string(st.windows_armed) + " windows, " + std::to_string(st.faults_claimed) +
                                  " faults claimed, " + std::to_string(st.skipped_small + st.skipped_range + st.skipped_capacity) +
-                                 " regions skipped, " + std::to_string(st.mprotect_failures) + " mprotect failures")
+                                 " regions skipped, " + std::to_string(st.mprotect_failures) + " mprotect failures, " +
+                                 std::to_string(p.touches_outside) + " touches outside the profiled steps")
                                     .c_str());
     p.software->stop();
   }
@@ -100,7 +125,7 @@ void stop_sampling(Profiler& p) {
   g_sampling_active.store(false, std::memory_order_release);
   p.phase_open = false;
   p.armed.clear();
-  p.window_first_step = -1;
+  __atomic_store_n(&p.window_first_step, -1, __ATOMIC_RELAXED);  // the allocation path reads it
 }
 
 bool start_sampling(Profiler& p) {
@@ -110,6 +135,8 @@ bool start_sampling(Profiler& p) {
     opt.max_slots = kMaxSampledSlots;
     opt.max_phases = 1;  // the profiler harvests and re-arms at every phase boundary
     opt.max_windows = 8192;
+    opt.birth_windows = 8192;  // objects born during the profile (profiler_on_alloc)
+    opt.clock = &g_state.clock_ticks;  // each touch carries its moment (harvest_touches)
     if (!p.software->start(opt, &error)) {
         log_write(LogLevel::kError, ("software sampler cannot start: " + error).c_str());
       return false;
@@ -120,7 +147,7 @@ bool start_sampling(Profiler& p) {
       return false;
     }
   }
-  p.last_counts.clear();
+  p.pending_touches.clear();
   g_sampling_active.store(true, std::memory_order_release);
   return true;
 }
@@ -148,6 +175,16 @@ uint64_t profiler_tick() noexcept {
   } catch (...) {
     return 0;
   }
+}
+
+void profiler_on_alloc(uint32_t slot, uintptr_t start, uint64_t size, int64_t step) noexcept {
+  if (!g_sampling_active.load(std::memory_order_acquire) || g_profiler == nullptr) return;
+  Profiler& p = *g_profiler;
+  if (p.kind != SamplerKind::kSoftware || slot >= kMaxSampledSlots || alt_stack_overlaps(start, size)) return;
+  // Births of the step before the profile (sampling starts a step ahead) would only cost faults.
+  const int64_t first = __atomic_load_n(&p.window_first_step, __ATOMIC_RELAXED);
+  if (first < 0 || step < first) return;
+  static_cast<void>(p.software->arm_birth(SampleRegion{start, size, slot, p.software->release_ticket(slot)}));
 }
 
 void profiler_on_free(uint32_t slot) noexcept {

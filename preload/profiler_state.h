@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "pmu_harvest.h"
+#include "profile/sample_attribution.h"
 #include "profile/profile_builder.h"
 #include "sampler/pmu_sampler.h"
 #include "sampler/software_sampler.h"
@@ -89,8 +90,15 @@ struct Profiler {
   bool births_need_seeding = false;
   bool step_freed_older = false, prev_step_freed_older = false;
   std::vector<Armed> armed;  // sorted by start (PMU samples without a clock are looked up in it)
-  int64_t window_first_step = -1;  // the emulated PMU's window (pmu_harvest.h), -1 while none is open
-  std::unordered_map<uint32_t, WindowCounts> last_counts;
+  int64_t window_first_step = -1;  // the first profiled step chosen ahead (the emulated PMU's window, pmu_harvest.h; the software sampler), -1: none
+  // The software sampler's touches carry the step clock of their moment (software_sampler.h WindowTouch):
+  // where each object instance lived from when and where each phase began, for putting them in the phase
+  // they happened in, however late the service thread reads them; touches newer than the newest event
+  // followed wait in `pending_touches`.
+  SampleAttributor touch_attribution;
+  std::vector<WindowTouch> pending_touches;
+  uint64_t last_event_clock = 0;
+  uint64_t touches_outside = 0;  // touches at no profiled instance or phase (before the profile, after it)
 
   uint64_t samples = 0;
   uint64_t profiles_written = 0;
@@ -112,6 +120,8 @@ extern std::atomic<bool> g_sampling_active;
 void harvest(Profiler& p);
 // Arms the sampler for the phase that begins, over the objects alive now.
 void arm(Profiler& p, const LiveObjects& live, uint32_t step_rel, uint32_t phase);
+// Software sampler: a window for the object born at this event, every other window left as it is.
+void arm_new_object(Profiler& p, uint64_t key, uint64_t size);
 void stop_sampling(Profiler& p);
 bool start_sampling(Profiler& p);
 

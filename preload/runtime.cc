@@ -103,7 +103,8 @@ ClockReading read_clock(State& s, uint64_t site, uint64_t size) noexcept {
   const StepClock& k = s.steps.clock();
   c.occurrence = s.steps.next_occurrence(site);
   c.tag = make_tag(site, c.occurrence);
-  c.clock = ++s.clock_ticks;
+  // Atomic: the software sampler's fault handler reads it on any thread (its touches' clock).
+  c.clock = __atomic_add_fetch(&s.clock_ticks, 1, __ATOMIC_RELAXED);
   c.step = k.step_index();
   c.event = k.event_in_step();
   c.period = k.period();
@@ -211,6 +212,7 @@ __attribute__((noinline)) void* alloc_object(const ObjectRequest& q, bool* zeroe
   r.occurrence = c.occurrence;
   r.tag = c.tag;
   expose_object(r);
+  profiler_on_alloc(slot, r.start, q.size, c.step);
   s.events.fill(c.ticket, ObjectEvent{ObjectEventKind::kAlloc, r.pool.load(std::memory_order_relaxed), slot,
                                       r.generation.load(std::memory_order_relaxed), c.occurrence, c.event, c.period,
                                       c.step, c.relocks, c.tag, site, q.size, r.extent_bytes, at_ns,

@@ -17,7 +17,11 @@ bool StepClock::observe_marked(uint64_t site, uint64_t size) noexcept {
   if (mark_pending_) {
     mark_pending_ = false;
     if (!explicit_) {
-      // The first marker switches detection off: from here on the program defines the steps.
+      // The first marker switches detection off: from here on the program defines the steps. A structure
+      // detected before it (in the guest, import torch runs long enough for the detector to lock on its
+      // allocations) is a step structure that ended: it counts as a re-detection, so that a profile or
+      // plan made on it starts over on the marked steps.
+      if (locked_) ++relocks_;
       explicit_ = true;
       locked_ = false;
       period_ = 0;

@@ -38,6 +38,7 @@ bool SampleAttributor::find(uint64_t addr, bool use_time, uint64_t when, Hit* ou
   out->key = inst->key;
   out->step = ph->step;
   out->phase = ph->phase;
+  out->size = inst->size;
   return true;
 }
 

@@ -28,6 +28,7 @@ class SampleAttributor {
     uint64_t key = 0;    // the instance (the runtime's slot << 32 | generation)
     uint32_t step = 0;   // profiled step, relative
     uint32_t phase = 0;
+    uint64_t size = 0;   // the instance's bytes
   };
 
   void clear();

@@ -75,7 +75,9 @@ bool SoftwareSampler::start(const SoftwareSamplerOptions& options, std::string* 
   }
   const uint64_t cells = uint64_t{options.max_slots} * options.max_phases;
   if (cells > (uint64_t{1} << 28)) return fail("max_slots * max_phases is too large");
-  if (options.max_windows >= (uint32_t{1} << 31)) return fail("max_windows is too large");
+  if (options.max_windows >= (uint32_t{1} << 30) || options.birth_windows >= (uint32_t{1} << 30)) {
+    return fail("max_windows or birth_windows is too large");
+  }
   // A stopped sampler still holds the kernel slot (stop() says why): a restart of it, or the start of
   // another sampler while it is stopped, keeps the slot with the handler in it and takes g_active over.
   SoftwareSampler* previous = g_active.load(std::memory_order_acquire);
@@ -87,7 +89,7 @@ bool SoftwareSampler::start(const SoftwareSamplerOptions& options, std::string* 
   page_ = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   Tables* t = tables_.load(std::memory_order_relaxed);
   if (t != nullptr && t->opt.max_slots == options.max_slots && t->opt.max_phases == options.max_phases &&
-      t->opt.max_windows == options.max_windows) {
+      t->opt.max_windows == options.max_windows && t->opt.birth_windows == options.birth_windows) {
     // Reuse: stop() left every entry free and no window protected. A release() from before the
     // restart may still be reading these tables; it finds nothing to restore.
     t->opt.window_pages = options.window_pages;
@@ -96,7 +98,7 @@ bool SoftwareSampler::start(const SoftwareSamplerOptions& options, std::string* 
     for (auto* c : {&st.arms, &st.windows_armed, &st.skipped_small, &st.skipped_range, &st.skipped_capacity,
                     &st.mprotect_failures, &st.faults_claimed, &st.faults_retried, &st.faults_chained,
                     &st.skipped_released, &st.skipped_duplicate, &st.releases_restored, &st.rearms, &st.skipped_io, &st.io_unguarded,
-                    &st.windows_rearmed}) {
+                    &st.windows_rearmed, &st.births_armed, &st.births_skipped}) {
       c->store(0, std::memory_order_relaxed);
     }
   } else {
@@ -105,7 +107,7 @@ bool SoftwareSampler::start(const SoftwareSamplerOptions& options, std::string* 
     std::unique_ptr<Tables> fresh(new (std::nothrow) Tables);
     if (fresh != nullptr) {
       fresh->opt = options;
-      fresh->windows.reset(new (std::nothrow) Window[options.max_windows]);
+      fresh->windows.reset(new (std::nothrow) Window[uint64_t{options.max_windows} + options.birth_windows]);
       fresh->slots.reset(new (std::nothrow) SlotState[options.max_slots]);
       fresh->counters.reset(new (std::nothrow) Counters[cells]);
     }
@@ -123,6 +125,13 @@ bool SoftwareSampler::start(const SoftwareSamplerOptions& options, std::string* 
     }
     t = owned_.back().get();
     tables_.store(t, std::memory_order_release);
+  }
+  t->opt.clock = options.clock;
+  t->clock.store(options.clock, std::memory_order_relaxed);
+  t->touches.clear();
+  try {
+    t->touches.reserve(2 * size_t{options.max_windows});  // a cycle's touch per window, twice over
+  } catch (const std::bad_alloc&) {
   }
   if (!holding) {
     struct sigaction sa;
@@ -143,7 +152,9 @@ bool SoftwareSampler::start(const SoftwareSamplerOptions& options, std::string* 
 void SoftwareSampler::stop() {
   std::lock_guard<std::mutex> lock(mu_);
   if (!started_.load(std::memory_order_relaxed)) return;
-  started_.store(false, std::memory_order_release);
+  // seq_cst, before the disarm: arm_birth() re-reads it after its mprotect; either it sees the stop and
+  // restores its window, or this disarm sees the window.
+  started_.store(false, std::memory_order_seq_cst);
   disarm_locked(*tables_.load(std::memory_order_relaxed));
   // The kernel slot stays this sampler's. A thread that faulted on a window just before the disarm may
   // take the signal only now (it was preempted between the fault and the delivery, or its handler has not
@@ -213,7 +224,7 @@ void SoftwareSampler::note_fatal_fault(const Tables* t, const siginfo_t* info, c
 #endif
   if (t != nullptr) {
     // Every entry, in use or not: a freed entry keeps the range it last covered.
-    const uint32_t n = t->opt.max_windows;
+    const uint32_t n = t->entries();
     uint32_t in_window = n;
     for (uint32_t i = 0; i < n && in_window == n; ++i) {
       const Window& w = t->windows[i];
@@ -268,9 +279,9 @@ void SoftwareSampler::settle_claimed_while_arming(Window& w, uintptr_t start, ui
 
 void SoftwareSampler::disarm_locked(Tables& t) {
   Stats& st = t.stats;
-  const uint32_t n = st.high_water.load(std::memory_order_relaxed);
-  for (uint32_t i = 0; i < n; ++i) {
+  for (const Tables::EntryRange& range : t.in_use()) for (uint32_t i = range.begin; i < range.end; ++i) {
     restore_window(t, t.windows[i], false);
+    collect_touch(t, t.windows[i]);
     free_entry(t, t.windows[i], i);
   }
   st.high_water.store(0, std::memory_order_release);
@@ -292,19 +303,7 @@ size_t SoftwareSampler::arm(const std::vector<SampleRegion>& regions, uint32_t p
   const uint64_t rotation = rotation_++;
   uint32_t used = 0;
   for (const SampleRegion& r : regions) {
-    if (r.slot >= t.opt.max_slots || phase >= t.opt.max_phases) {
-      st.skipped_range.fetch_add(1, std::memory_order_relaxed);
-      continue;
-    }
-    // Only whole pages inside the region: a window must never cover another object's bytes.
-    const uintptr_t first = (r.addr + page_ - 1) / page_ * page_;
-    const uintptr_t last = r.len > SIZE_MAX - r.addr ? 0 : (r.addr + r.len) / page_ * page_;
-    if (first < r.addr || last <= first) {
-      st.skipped_small.fetch_add(1, std::memory_order_relaxed);
-      continue;
-    }
-    SlotState& slot = t.slots[r.slot];
-    if (slot.window.load(std::memory_order_relaxed) != 0) {
+    if (r.slot < t.opt.max_slots && t.slots[r.slot].window.load(std::memory_order_relaxed) != 0) {
       st.skipped_duplicate.fetch_add(1, std::memory_order_relaxed);
       continue;
     }
@@ -312,60 +311,195 @@ size_t SoftwareSampler::arm(const std::vector<SampleRegion>& regions, uint32_t p
       st.skipped_capacity.fetch_add(1, std::memory_order_relaxed);
       continue;
     }
-    const uint64_t pages = (last - first) / page_;
-    const uint64_t wp = pages < t.opt.window_pages ? pages : t.opt.window_pages;
-    // Rotate: consecutive arms of one object sample consecutive windows; objects start spread out.
-    const uint64_t k = (rotation + uint64_t{r.slot} * 2654435761u) % (pages / wp);
-    const uintptr_t start = first + k * wp * page_;
-    Window& w = t.windows[used];
-    const uint64_t word = w.word.load(std::memory_order_relaxed);  // free: disarm_locked freed all
-    // Seqlock-style: the free state is ordered before the new fields for readers that re-check it.
-    std::atomic_thread_fence(std::memory_order_release);
-    w.start.store(start, std::memory_order_relaxed);
-    w.end.store(start + wp * page_, std::memory_order_relaxed);
-    w.slot.store(r.slot, std::memory_order_relaxed);
-    w.phase.store(phase, std::memory_order_relaxed);
-    w.pages.store(static_cast<uint32_t>(wp), std::memory_order_relaxed);
-    w.ticket.store(r.release_ticket, std::memory_order_relaxed);
-    // Publish (index, then arming) before reading the release count: a concurrent release() either
-    // finds this window or has already counted, which the ticket check below sees.
-    slot.window.store(used + 1, std::memory_order_seq_cst);
-    const uint64_t arming = next_word(word, kArming);
-    w.word.store(arming, std::memory_order_seq_cst);
-    st.high_water.store(used + 1, std::memory_order_release);
-    if (r.release_ticket != kNoReleaseTicket &&
-        slot.releases.load(std::memory_order_seq_cst) != r.release_ticket) {
-      st.skipped_released.fetch_add(1, std::memory_order_relaxed);
-      w.word.store(next_word(arming, kRestored), std::memory_order_release);  // nothing was protected
-      free_entry(t, w, used);
-      continue;  // the entry is reused
-    }
-    if (t.io_overlaps(start, start + wp * page_)) {  // a program's read() or write() is using these pages
-      st.skipped_io.fetch_add(1, std::memory_order_relaxed);
-      w.word.store(next_word(arming, kRestored), std::memory_order_release);
-      free_entry(t, w, used);
-      continue;
-    }
-    st.armed_now.fetch_add(1, std::memory_order_seq_cst);  // before the protection (armed_now())
-    if (os::mprotect(reinterpret_cast<void*>(start), wp * page_, PROT_NONE) != 0) {
-      st.mprotect_failures.fetch_add(1, std::memory_order_relaxed);
-      st.armed_now.fetch_sub(1, std::memory_order_relaxed);
-      w.word.store(next_word(arming, kRestored), std::memory_order_release);
-      free_entry(t, w, used);
-      continue;
-    }
-    // kArming -> kArmed, unless a fault already claimed the window (then it is armed and touched).
-    uint64_t expected = arming;
-    if (!w.word.compare_exchange_strong(expected, next_word(arming, kArmed), std::memory_order_acq_rel)) {
-      settle_claimed_while_arming(w, start, start + wp * page_);
-    }
-    Counters& c = t.counter(r.slot, phase);
-    c.armed.fetch_add(1, std::memory_order_relaxed);
-    c.armed_pages.fetch_add(wp, std::memory_order_relaxed);
-    st.windows_armed.fetch_add(1, std::memory_order_relaxed);
-    ++used;
+    if (arm_entry(t, used, r, phase, rotation)) ++used;  // else the entry is free again and reused
   }
   return used;
+}
+
+size_t SoftwareSampler::add(const std::vector<SampleRegion>& regions, uint32_t phase) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!started_.load(std::memory_order_relaxed)) return 0;
+  Tables& t = *tables_.load(std::memory_order_relaxed);
+  Stats& st = t.stats;
+  // A released slot's entry (restored, its release ticket moved on) is closed and freed: the slot may
+  // hold a new object now, and the entry can be used again.
+  for (const Tables::EntryRange& range : t.in_use()) for (uint32_t i = range.begin; i < range.end; ++i) {
+    Window& w = t.windows[i];
+    if (state_of(w.word.load(std::memory_order_acquire)) != kRestored) continue;
+    const uint64_t ticket = w.ticket.load(std::memory_order_relaxed);
+    if (ticket == kNoReleaseTicket ||
+        t.slots[w.slot.load(std::memory_order_relaxed)].releases.load(std::memory_order_seq_cst) == ticket) {
+      continue;
+    }
+    collect_touch(t, w);
+    free_entry(t, w, i);
+  }
+  size_t armed = 0;
+  uint32_t next_free = 0;
+  for (const SampleRegion& r : regions) {
+    if (r.slot < t.opt.max_slots && t.slots[r.slot].window.load(std::memory_order_relaxed) != 0) continue;
+    while (next_free < t.opt.max_windows &&
+           state_of(t.windows[next_free].word.load(std::memory_order_acquire)) != kFree) {
+      ++next_free;
+    }
+    if (next_free == t.opt.max_windows) {
+      st.skipped_capacity.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    if (arm_entry(t, next_free, r, phase, kLastWindow)) ++armed;
+  }
+  return armed;
+}
+
+bool SoftwareSampler::arm_entry(Tables& t, uint32_t index, const SampleRegion& r, uint32_t phase, uint64_t rotation) {
+  Stats& st = t.stats;
+  if (r.slot >= t.opt.max_slots || phase >= t.opt.max_phases) {
+    st.skipped_range.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  // Only whole pages inside the region: a window must never cover another object's bytes.
+  const uintptr_t first = (r.addr + page_ - 1) / page_ * page_;
+  const uintptr_t last = r.len > SIZE_MAX - r.addr ? 0 : (r.addr + r.len) / page_ * page_;
+  if (first < r.addr || last <= first) {
+    st.skipped_small.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  SlotState& slot = t.slots[r.slot];
+  const uint64_t pages = (last - first) / page_;
+  const uint64_t wp = pages < t.opt.window_pages ? pages : t.opt.window_pages;
+  // Rotate: consecutive arms of one object sample consecutive windows; objects start spread out. A new
+  // object's window (add()) is its last: the owner arms it a while after the allocation, and the kernel
+  // that allocated an output is by then writing it from its first byte on, so the last page is the one
+  // most likely still ahead of that first pass.
+  const uint64_t k = rotation == kLastWindow ? pages / wp / 2 : (rotation + uint64_t{r.slot} * 2654435761u) % (pages / wp);
+  const uintptr_t start = first + k * wp * page_;
+  Window& w = t.windows[index];
+  const uint64_t word = w.word.load(std::memory_order_relaxed);  // free (the caller found or made it so)
+  // Seqlock-style: the free state is ordered before the new fields for readers that re-check it.
+  std::atomic_thread_fence(std::memory_order_release);
+  w.start.store(start, std::memory_order_relaxed);
+  w.end.store(start + wp * page_, std::memory_order_relaxed);
+  w.slot.store(r.slot, std::memory_order_relaxed);
+  w.phase.store(phase, std::memory_order_relaxed);
+  w.pages.store(static_cast<uint32_t>(wp), std::memory_order_relaxed);
+  w.ticket.store(r.release_ticket, std::memory_order_relaxed);
+  w.touch_flags.store(0, std::memory_order_relaxed);
+  // Publish (index, then arming) before reading the release count: a concurrent release() either
+  // finds this window or has already counted, which the ticket check below sees.
+  slot.window.store(index + 1, std::memory_order_seq_cst);
+  const uint64_t arming = next_word(word, kArming);
+  w.word.store(arming, std::memory_order_seq_cst);
+  if (st.high_water.load(std::memory_order_relaxed) < index + 1) st.high_water.store(index + 1, std::memory_order_release);
+  if (r.release_ticket != kNoReleaseTicket && slot.releases.load(std::memory_order_seq_cst) != r.release_ticket) {
+    st.skipped_released.fetch_add(1, std::memory_order_relaxed);
+    w.word.store(next_word(arming, kRestored), std::memory_order_release);  // nothing was protected
+    free_entry(t, w, index);
+    return false;
+  }
+  if (t.io_overlaps(start, start + wp * page_)) {  // a program's read() or write() is using these pages
+    st.skipped_io.fetch_add(1, std::memory_order_relaxed);
+    w.word.store(next_word(arming, kRestored), std::memory_order_release);
+    free_entry(t, w, index);
+    return false;
+  }
+  st.armed_now.fetch_add(1, std::memory_order_seq_cst);  // before the protection (armed_now())
+  if (os::mprotect(reinterpret_cast<void*>(start), wp * page_, PROT_NONE) != 0) {
+    st.mprotect_failures.fetch_add(1, std::memory_order_relaxed);
+    st.armed_now.fetch_sub(1, std::memory_order_relaxed);
+    w.word.store(next_word(arming, kRestored), std::memory_order_release);
+    free_entry(t, w, index);
+    return false;
+  }
+  // kArming -> kArmed, unless a fault already claimed the window (then it is armed and touched).
+  uint64_t expected = arming;
+  if (!w.word.compare_exchange_strong(expected, next_word(arming, kArmed), std::memory_order_acq_rel)) {
+    settle_claimed_while_arming(w, start, start + wp * page_);
+  }
+  Counters& c = t.counter(r.slot, phase);
+  c.armed.fetch_add(1, std::memory_order_relaxed);
+  c.armed_pages.fetch_add(wp, std::memory_order_relaxed);
+  st.windows_armed.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+bool SoftwareSampler::arm_birth(const SampleRegion& r) {
+  if (!started_.load(std::memory_order_seq_cst)) return false;
+  Tables* tables = tables_.load(std::memory_order_acquire);
+  if (tables == nullptr || tables->opt.birth_windows == 0 || r.slot >= tables->opt.max_slots) return false;
+  Tables& t = *tables;
+  Stats& st = t.stats;
+  const uintptr_t first = (r.addr + page_ - 1) / page_ * page_;
+  const uintptr_t last = r.len > SIZE_MAX - r.addr ? 0 : (r.addr + r.len) / page_ * page_;
+  if (first < r.addr || last <= first) return false;
+  // A free birth entry, taken with a compare-exchange (the owner frees birth entries, never takes one).
+  const uint32_t births = t.opt.birth_windows;
+  const uint32_t from = st.birth_cursor.fetch_add(1, std::memory_order_relaxed);
+  uint32_t index = 0;
+  uint64_t reserved = 0;
+  for (uint32_t k = 0; k < births && reserved == 0; ++k) {
+    const uint32_t i = t.opt.max_windows + (from + k) % births;
+    uint64_t word = t.windows[i].word.load(std::memory_order_acquire);
+    if (state_of(word) == kFree &&
+        t.windows[i].word.compare_exchange_strong(word, next_word(word, kReserved), std::memory_order_acq_rel)) {
+      index = i;
+      reserved = next_word(word, kReserved);
+    }
+  }
+  if (reserved == 0) {
+    st.births_skipped.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  Window& w = t.windows[index];
+  const uint64_t pages = (last - first) / page_;
+  const uint64_t wp = pages < t.opt.window_pages ? pages : t.opt.window_pages;
+  // Any page: the window is armed before the program has the object. Spread over the object by slot.
+  const uint64_t k = (uint64_t{r.slot} * 2654435761u + from) % (pages / wp);
+  const uintptr_t start = first + k * wp * page_, end = start + wp * page_;
+  w.start.store(start, std::memory_order_relaxed);
+  w.end.store(end, std::memory_order_relaxed);
+  w.slot.store(r.slot, std::memory_order_relaxed);
+  w.phase.store(0, std::memory_order_relaxed);
+  w.pages.store(static_cast<uint32_t>(wp), std::memory_order_relaxed);
+  w.ticket.store(r.release_ticket, std::memory_order_relaxed);
+  w.touch_flags.store(0, std::memory_order_relaxed);
+  for (uint32_t hw = st.birth_high_water.load(std::memory_order_relaxed);
+       hw < index - t.opt.max_windows + 1 &&
+       !st.birth_high_water.compare_exchange_weak(hw, index - t.opt.max_windows + 1, std::memory_order_acq_rel);) {
+  }
+  // The slot's index now names this entry (an older entry of the slot, restored by its release(), is
+  // freed by the owner later; free_entry's compare-exchange then leaves this index alone).
+  t.slots[r.slot].window.store(index + 1, std::memory_order_seq_cst);
+  const uint64_t arming = next_word(reserved, kArming);
+  w.word.store(arming, std::memory_order_seq_cst);
+  st.armed_now.fetch_add(1, std::memory_order_seq_cst);
+  if (os::mprotect(reinterpret_cast<void*>(start), end - start, PROT_NONE) != 0) {
+    st.mprotect_failures.fetch_add(1, std::memory_order_relaxed);
+    st.armed_now.fetch_sub(1, std::memory_order_relaxed);
+    w.word.store(next_word(arming, kRestored), std::memory_order_release);  // the owner frees it
+    return false;
+  }
+  uint64_t expected = arming;
+  if (!w.word.compare_exchange_strong(expected, next_word(arming, kArmed), std::memory_order_acq_rel)) {
+    settle_claimed_while_arming(w, start, end);
+  }
+  if (!started_.load(std::memory_order_seq_cst) || tables_.load(std::memory_order_acquire) != &t) {
+    restore_window(t, w, false);  // stopped meanwhile: its disarm may have missed this window
+    return false;
+  }
+  Counters& c = t.counter(r.slot, 0);
+  c.armed.fetch_add(1, std::memory_order_relaxed);
+  c.armed_pages.fetch_add(wp, std::memory_order_relaxed);
+  st.windows_armed.fetch_add(1, std::memory_order_relaxed);
+  st.births_armed.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+void SoftwareSampler::take_touches(std::vector<WindowTouch>* out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Tables* t = tables_.load(std::memory_order_relaxed);
+  if (t == nullptr) return;
+  out->insert(out->end(), t->touches.begin(), t->touches.end());
+  t->touches.clear();
 }
 
 size_t SoftwareSampler::rearm() {
@@ -374,9 +508,8 @@ size_t SoftwareSampler::rearm() {
   Tables& t = *tables_.load(std::memory_order_relaxed);
   Stats& st = t.stats;
   st.rearms.fetch_add(1, std::memory_order_relaxed);
-  const uint32_t n = st.high_water.load(std::memory_order_relaxed);
   size_t rearmed = 0;
-  for (uint32_t i = 0; i < n; ++i) {
+  for (const Tables::EntryRange& range : t.in_use()) for (uint32_t i = range.begin; i < range.end; ++i) {
     Window& w = t.windows[i];
     uint64_t word = w.word.load(std::memory_order_acquire);
     if (state_of(word) == kReadOnly) {  // a new cycle: reads are counted again
@@ -386,6 +519,7 @@ size_t SoftwareSampler::rearm() {
     // Only touched (or I/O-restored) windows: an untouched one is still armed. A window restored by
     // release() has a new release ticket and stays unprotected, like a region released before arm().
     if (state_of(word) != kRestored) continue;
+    collect_touch(t, w);  // the cycle ends here
     const uint64_t arming = next_word(word, kArming);
     if (!w.word.compare_exchange_strong(word, arming, std::memory_order_seq_cst)) continue;
     const uint32_t slot = w.slot.load(std::memory_order_relaxed);
@@ -462,6 +596,8 @@ SoftwareSamplerStats SoftwareSampler::stats() const {
   out.releases_restored = s.releases_restored.load();
   out.rearms = s.rearms.load();
   out.windows_rearmed = s.windows_rearmed.load();
+  out.births_armed = s.births_armed.load();
+  out.births_skipped = s.births_skipped.load();
   return out;
 }
 

@@ -57,7 +57,8 @@
 //            -> read-only (after a read fault: PROT_READ; still counted in armed_now)
 //      read-only -> restoring (a write fault, release(), or the owner) -> restored
 //      restored -> arming (owner, rearm(): protected again if the slot's release ticket is unchanged)
-//      restored -> free (owner, at the next arm/disarm)
+//      restored -> free (owner, at the next arm/disarm, or add() for a released slot)
+//      free -> reserved (arm_birth(), any thread, birth entries only) -> arming -> armed: then as above
 //    The entry's fields (range, slot, phase) are written only while it is free; readers re-check the
 //    word after reading them. release() finding a window restoring by someone else restores the range
 //    itself (mprotect to PROT_READ|PROT_WRITE is idempotent) instead of waiting; the owner waits for
@@ -100,12 +101,27 @@ struct SampleRegion {
   uint64_t release_ticket = kNoReleaseTicket;
 };
 
+// One touch of a window (the first access of a cycle), stamped with the program's clock at the fault, so
+// that the owner can put it in the phase it happened in however late it looks (take_touches()).
+struct WindowTouch {
+  uint32_t slot = 0;
+  uintptr_t addr = 0;    // the window's first byte (inside the slot's region)
+  uint64_t clock = 0;    // *SoftwareSamplerOptions::clock when the touch happened (0 without a clock)
+  bool write = false;    // the cycle began with a write
+  bool dirtied = false;  // the window was written in the cycle (first access or later)
+};
+
 struct SoftwareSamplerOptions {
   uint32_t max_slots = 4096;    // object ids 0..max_slots-1
   uint32_t max_phases = 1024;   // phases 0..max_phases-1
   uint32_t max_windows = 4096;  // windows armed at once; regions beyond are skipped and counted
   uint32_t window_pages = 1;    // pages per window (fewer if the region is smaller)
   bool watch_writes_after_reads = true;  // a read leaves the window read-only (see above)
+  // Entries for arm_birth() (any thread), beyond the owner's max_windows; 0: no arm_birth().
+  uint32_t birth_windows = 0;
+  // A word the program advances (the runtime's step clock, one tick per object allocation), read with
+  // an atomic load at every touch; nullptr stamps 0.
+  const uint64_t* clock = nullptr;
 };
 
 // Counts for one (slot, phase), accumulated over every arm() since the last reset_counts().
@@ -137,6 +153,8 @@ struct SoftwareSamplerStats {
   uint64_t releases_restored = 0; // windows restored by release() (not counted as touches)
   uint64_t rearms = 0;            // rearm() calls
   uint64_t windows_rearmed = 0;   // windows protected again by them
+  uint64_t births_armed = 0;      // windows armed by arm_birth()
+  uint64_t births_skipped = 0;    // arm_birth() calls that found every birth entry in use
 };
 
 class SoftwareSampler {
@@ -162,6 +180,21 @@ class SoftwareSampler {
   // the same phase; see "Passes" above). Windows whose slot was released meanwhile stay unprotected.
   // Returns the windows protected again.
   size_t rearm();
+  // Arms a window in each region whose slot has none now (its last pages: a new object's first pass, if
+  // it has begun, has most likely not reached them yet), and keeps every other window as it is: an
+  // armed one stays armed, a touched one waits for the next rearm(). Entries of released slots are
+  // freed first. One mprotect per new region, against two per region for arm(): the owner can follow
+  // every allocation with it. Returns the windows armed.
+  size_t add(const std::vector<SampleRegion>& regions, uint32_t phase);
+  // Arms a window in the region of an object that is about to be handed to the program, so that its first
+  // pass is seen however late the owner would arm it (the allocator calls it). Any thread, lock-free,
+  // allocation-free, async-signal-safe; one mprotect. From then on the window is the owner's like any
+  // other (rearm, take_touches, disarm). False when the sampler is stopped, the region has no whole page,
+  // or every birth entry is in use (births_skipped).
+  bool arm_birth(const SampleRegion& r);
+  // Appends the touches of the cycles that rearm(), arm(), add() or disarm() closed since the last call
+  // (a window touched and not yet rearmed gives its touch at the next of these), each once.
+  void take_touches(std::vector<WindowTouch>* out);
   // Restores every window without arming new ones (profiling stopped, or between steps).
   void disarm();
   // Restores the window of `slot`; call before the object's memory is freed or reused. Not counted as
@@ -213,6 +246,10 @@ class SoftwareSampler {
   bool claim(Tables& t, uintptr_t addr, void* ucontext);
   void restore_window(Tables& t, Window& w, bool count_as_touch);
   void disarm_locked(Tables& t);
+  // Publishes entry `index` (free) for the region and protects its window; false (entry free again) when
+  // the region is skipped. `rotation` places the window.
+  bool arm_entry(Tables& t, uint32_t index, const SampleRegion& r, uint32_t phase, uint64_t rotation);
+  static constexpr uint64_t kLastWindow = ~uint64_t{0};  // arm_entry's rotation for the region's last window
   void hand_back_segv();  // destructor only
   // Owner, after its mprotect(PROT_NONE) of an arming window lost the window to a fault's claim.
   void settle_claimed_while_arming(Window& w, uintptr_t start, uintptr_t end);

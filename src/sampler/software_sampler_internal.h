@@ -8,9 +8,11 @@
 
 #include <sys/mman.h>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "os/os.h"
 #include "sampler/software_sampler.h"
@@ -30,6 +32,10 @@ struct SoftwareSampler::Window {
   std::atomic<uint32_t> phase{0};
   std::atomic<uint32_t> pages{0};
   std::atomic<uint64_t> ticket{kNoReleaseTicket};  // the region's release ticket (rearm() checks it)
+  // The cycle's touch (WindowTouch): written by whoever claimed the window, before the state store that
+  // ends the claim; read and cleared by the owner when it closes the cycle (collect_touch).
+  std::atomic<uint64_t> touch_clock{0};
+  std::atomic<uint32_t> touch_flags{0};
 };
 
 namespace software_sampler_internal {
@@ -55,7 +61,12 @@ struct Stats {
       skipped_capacity{0}, mprotect_failures{0}, faults_claimed{0}, faults_retried{0}, faults_chained{0},
       skipped_released{0}, skipped_duplicate{0}, releases_restored{0}, rearms{0}, windows_rearmed{0},
       skipped_io{0}, io_unguarded{0};
-  std::atomic<uint32_t> high_water{0};  // entries [0, high_water) may be in use
+  std::atomic<uint32_t> high_water{0};  // owner entries [0, high_water) may be in use
+  // arm_birth() entries [max_windows, max_windows + birth_high_water) may be in use; it only grows, since
+  // an allocating thread may arm one whenever the sampler is started.
+  std::atomic<uint32_t> birth_high_water{0};
+  std::atomic<uint32_t> birth_cursor{0};  // where arm_birth() starts looking for a free entry
+  std::atomic<uint64_t> births_armed{0}, births_skipped{0};
   std::atomic<uint64_t> epoch{1};       // advances at every arm/disarm
 };
 
@@ -75,6 +86,8 @@ constexpr uint32_t kIoGuards = 256;
 
 struct SoftwareSampler::Tables {
   SoftwareSamplerOptions opt;
+  std::atomic<const uint64_t*> clock{nullptr};  // opt.clock, for the handler (a restart may change it)
+  std::vector<WindowTouch> touches;             // closed cycles' touches (owner-only, under mu_)
   std::unique_ptr<Window[]> windows;     // max_windows
   std::unique_ptr<software_sampler_internal::SlotState[]> slots;    // max_slots
   std::unique_ptr<software_sampler_internal::Counters[]> counters;  // max_slots * max_phases
@@ -93,13 +106,25 @@ struct SoftwareSampler::Tables {
   software_sampler_internal::Counters& counter(uint32_t slot, uint32_t phase) {
     return counters[uint64_t{slot} * opt.max_phases + phase];
   }
+
+  // The entries that may be in use: the owner's and arm_birth()'s (every loop over windows takes both).
+  struct EntryRange {
+    uint32_t begin, end;
+  };
+  std::array<EntryRange, 2> in_use() const {
+    return {{{0, stats.high_water.load(std::memory_order_acquire)},
+             {opt.max_windows, opt.max_windows + stats.birth_high_water.load(std::memory_order_acquire)}}};
+  }
+  uint32_t entries() const { return opt.max_windows + opt.birth_windows; }
 };
 
 namespace software_sampler_internal {
 
 // kReadOnly: a read touched the armed window, which stays protected against writes (PROT_READ) so that
 // a write later in the same cycle is seen too; it counts as armed (armed_now) until restored.
-constexpr uint64_t kFree = 0, kArming = 1, kArmed = 2, kRestoring = 3, kRestored = 4, kReadOnly = 5;
+// kReserved: an allocating thread took a free birth entry (arm_birth) and is writing its fields; nobody
+// else reads them until it publishes kArming.
+constexpr uint64_t kFree = 0, kArming = 1, kArmed = 2, kRestoring = 3, kRestored = 4, kReadOnly = 5, kReserved = 6;
 inline uint64_t state_of(uint64_t word) { return word & 7; }
 inline uint64_t next_word(uint64_t word, uint64_t state) { return ((word >> 3) + 1) << 3 | state; }
 
@@ -115,8 +140,13 @@ inline Counters& counters_of(SoftwareSampler::Tables& t, const SoftwareSampler::
   return t.counter(w.slot.load(std::memory_order_relaxed), w.phase.load(std::memory_order_relaxed));
 }
 
+constexpr uint32_t kTouchedFlag = 1, kWriteFlag = 2, kDirtyFlag = 4;
+
 // The first access of a cycle (an arm or a rearm) to an armed window.
-inline void count_touch(SoftwareSampler::Tables& t, const SoftwareSampler::Window& w, bool write) {
+inline void count_touch(SoftwareSampler::Tables& t, SoftwareSampler::Window& w, bool write) {
+  const uint64_t* clock = t.clock.load(std::memory_order_relaxed);
+  w.touch_clock.store(clock == nullptr ? 0 : __atomic_load_n(clock, __ATOMIC_RELAXED), std::memory_order_relaxed);
+  w.touch_flags.store(kTouchedFlag | (write ? kWriteFlag | kDirtyFlag : 0), std::memory_order_relaxed);
   Counters& c = counters_of(t, w);
   c.touched.fetch_add(1, std::memory_order_relaxed);
   if (write) {
@@ -126,18 +156,29 @@ inline void count_touch(SoftwareSampler::Tables& t, const SoftwareSampler::Windo
 }
 
 // A write to a window a read had already touched in this cycle.
-inline void count_dirtied(SoftwareSampler::Tables& t, const SoftwareSampler::Window& w) {
+inline void count_dirtied(SoftwareSampler::Tables& t, SoftwareSampler::Window& w) {
+  w.touch_flags.fetch_or(kDirtyFlag, std::memory_order_relaxed);
   counters_of(t, w).dirtied.fetch_add(1, std::memory_order_relaxed);
 }
 
-// Makes an owner-held entry (restored or free) free and forgets it in its slot's index.
+// Owner only, with the window restored, read-only or free (no claim in flight): moves the cycle's touch, if
+// any, to the touches take_touches() hands out.
+inline void collect_touch(SoftwareSampler::Tables& t, SoftwareSampler::Window& w) {
+  const uint32_t flags = w.touch_flags.exchange(0, std::memory_order_acquire);
+  if ((flags & kTouchedFlag) == 0) return;
+  t.touches.push_back(WindowTouch{w.slot.load(std::memory_order_relaxed), w.start.load(std::memory_order_relaxed),
+                                  w.touch_clock.load(std::memory_order_relaxed), (flags & kWriteFlag) != 0,
+                                  (flags & kDirtyFlag) != 0});
+}
+
+// Makes an owner-held restored entry free and forgets it in its slot's index; leaves any other alone (a free
+// birth entry may be reserved by an allocating thread at any moment: arm_birth).
 inline void free_entry(SoftwareSampler::Tables& t, SoftwareSampler::Window& w, uint32_t index) {
-  const uint64_t word = w.word.load(std::memory_order_relaxed);
-  if (state_of(word) != kFree) {
-    uint32_t expected = index + 1;
-    t.slots[w.slot.load(std::memory_order_relaxed)].window.compare_exchange_strong(expected, 0);
-    w.word.store(next_word(word, kFree), std::memory_order_release);
-  }
+  uint64_t word = w.word.load(std::memory_order_acquire);
+  if (state_of(word) != kRestored) return;
+  uint32_t expected = index + 1;
+  t.slots[w.slot.load(std::memory_order_relaxed)].window.compare_exchange_strong(expected, 0);
+  w.word.compare_exchange_strong(word, next_word(word, kFree), std::memory_order_acq_rel);
 }
 
 }  // namespace software_sampler_internal

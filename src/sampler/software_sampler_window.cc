@@ -36,9 +36,8 @@ bool fault_was_write(void* ucontext) {
 bool SoftwareSampler::claim(Tables& t, uintptr_t addr, void* ucontext) {
   Stats& st = t.stats;
   const uint64_t epoch = st.epoch.load(std::memory_order_acquire);
-  const uint32_t n = st.high_water.load(std::memory_order_acquire);
   const bool write = fault_was_write(ucontext);
-  for (uint32_t i = 0; i < n; ++i) {
+  for (const Tables::EntryRange& range : t.in_use()) for (uint32_t i = range.begin; i < range.end; ++i) {
     Window& w = t.windows[i];
     uint64_t word = w.word.load(std::memory_order_acquire);
     const uint64_t s = state_of(word);
@@ -117,8 +116,10 @@ void SoftwareSampler::restore_window(Tables& t, Window& w, bool count_as_touch) 
       w.word.store(next_word(next_word(word, kRestoring), kRestored), std::memory_order_release);
       return;
     }
-    if (s == kRestoring || s == kArming) {  // a fault or release() is restoring it: wait for its one
-      os::yield_cpu();                       // mprotect call (kArming is the owner's own: not seen here)
+    if (s == kRestoring || s == kArming || s == kReserved) {
+      // A fault or release() is restoring it, or an allocating thread arming it (arm_birth; the owner's own
+      // kArming is not seen here): wait for that one mprotect call.
+      os::yield_cpu();
       word = w.word.load(std::memory_order_acquire);
     }
     // kArmed or kReadOnly with a failed compare-exchange: `word` was reloaded; look again.
@@ -136,7 +137,9 @@ void SoftwareSampler::release(uint32_t slot) {
   for (;;) {
     uint64_t word = w.word.load(std::memory_order_seq_cst);
     const uint64_t s = state_of(word);
-    if (s == kFree || s == kRestored) return;  // pages accessible
+    // Free or restored: the pages are accessible. Reserved: an allocating thread is setting the entry up for
+    // a new object (arm_birth); this slot's window, if it was this entry, was restored and freed before.
+    if (s == kFree || s == kRestored || s == kReserved) return;
     const uint32_t owner = w.slot.load(std::memory_order_relaxed);
     const uintptr_t start = w.start.load(std::memory_order_relaxed);
     const uintptr_t end = w.end.load(std::memory_order_relaxed);
@@ -196,16 +199,15 @@ uintptr_t SoftwareSampler::begin_io(uintptr_t addr, size_t len) {
     }
   }
   if (token == 0) t.stats.io_unguarded.fetch_add(1, std::memory_order_relaxed);
-  const uint32_t n = t.stats.high_water.load(std::memory_order_acquire);
   // kArming and kRestoring last one mprotect call of another thread; a bounded wait, so that a handler
   // that interrupted that very thread cannot wait for it forever (the call may then see EFAULT).
   constexpr int kMaxWaits = 1 << 14;
-  for (uint32_t i = 0; i < n; ++i) {
+  for (const Tables::EntryRange& range : t.in_use()) for (uint32_t i = range.begin; i < range.end; ++i) {
     Window& w = t.windows[i];
     for (int waits = 0;;) {
       uint64_t word = w.word.load(std::memory_order_seq_cst);
       const uint64_t s = state_of(word);
-      if (s == kFree || s == kRestored) break;
+      if (s == kFree || s == kRestored || s == kReserved) break;  // reserved: a new object, not the buffer
       const uintptr_t start = w.start.load(std::memory_order_relaxed);
       const uintptr_t stop = w.end.load(std::memory_order_relaxed);
       std::atomic_thread_fence(std::memory_order_acquire);
@@ -246,10 +248,10 @@ void SoftwareSampler::restore_overlapping(uintptr_t addr, size_t len, bool count
   if (!started_.load(std::memory_order_relaxed) || len == 0) return;
   Tables& t = *tables_.load(std::memory_order_relaxed);
   const uintptr_t end = len > SIZE_MAX - addr ? SIZE_MAX : addr + len;
-  const uint32_t n = t.stats.high_water.load(std::memory_order_relaxed);
-  for (uint32_t i = 0; i < n; ++i) {
+  for (const Tables::EntryRange& range : t.in_use()) for (uint32_t i = range.begin; i < range.end; ++i) {
     Window& w = t.windows[i];
-    if (state_of(w.word.load(std::memory_order_acquire)) == kFree) continue;
+    const uint64_t s = state_of(w.word.load(std::memory_order_acquire));
+    if (s == kFree || s == kReserved) continue;
     if (w.start.load(std::memory_order_relaxed) < end && addr < w.end.load(std::memory_order_relaxed)) {
       restore_window(t, w, count_as_touch);
     }

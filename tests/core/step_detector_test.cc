@@ -184,9 +184,28 @@ TEST(StepDetector, ExplicitMarksDefineSteps) {
   }
   prog.detector().finish();
   EXPECT_TRUE(prog.detector().explicit_marks());
+  EXPECT_EQ(prog.detector().relocks(), 0u) << "marked from the start: no structure was replaced";
   EXPECT_EQ(prog.detector().complete_steps(), 4u);
   EXPECT_EQ(prog.detector().period(), 1u + 4 + 1 + 4);
   EXPECT_EQ(prog.boundaries(), (std::vector<uint64_t>{40, 50, 60, 70}));
+}
+
+// A program whose marks begin after the detector locked on something else (in the guest, import torch is
+// long enough to be locked on): the switch to the marked steps is a new step structure, one re-detection,
+// so that a profile or plan made on the detected one starts over.
+TEST(StepDetector, FirstMarkAfterADetectedStructureCountsAsARedetection) {
+  Program prog;
+  startup(prog);
+  for (int s = 0; s < 5; ++s) train_step(prog, 2);
+  ASSERT_TRUE(prog.detector().locked());
+  ASSERT_FALSE(prog.detector().explicit_marks());
+  const uint64_t before = prog.detector().relocks();
+  for (int s = 0; s < 3; ++s) {
+    prog.detector().mark_step();
+    train_step(prog, 2);
+  }
+  EXPECT_TRUE(prog.detector().explicit_marks());
+  EXPECT_EQ(prog.detector().relocks(), before + 1) << "once, at the first mark";
 }
 
 TEST(StepDetector, StepClockPositionsRepeatEveryStep) {
@@ -315,7 +334,9 @@ TEST_P(StepDetectorRecorded, FindsEveryStepOfARealTrainingRun) {
   EXPECT_EQ(d->period(), t.period);
   EXPECT_EQ(d->complete_steps(), t.steps);
   EXPECT_EQ(false_starts, t.false_starts);
-  if (t.relocks >= 0) EXPECT_EQ(d->relocks(), static_cast<uint64_t>(t.relocks));
+  if (t.relocks >= 0) {
+    EXPECT_EQ(d->relocks(), static_cast<uint64_t>(t.relocks));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Traces, StepDetectorRecorded,

@@ -149,17 +149,18 @@ TEST(KnownPattern, OutputUnchangedAndSamplingStopsAfterTheProfiledSteps) {
   EXPECT_NE(r.run.out.find("final checksum"), std::string::npos);
   EXPECT_NE(r.stats.find("\"profile_state\": \"done\""), std::string::npos) << r.stats;
   EXPECT_NE(r.stats.find("\"profiles_written\": 1"), std::string::npos) << r.stats;
-  // k0, the first step with a known period, is the warm-up step; k0+1 and k0+2 are profiled; k0+3 is
-  // followed to close lifetimes, with sampling already stopped at its first event.
+  // k0, the first step with a known period, is the warm-up step; in k0+1 the software sampler starts, a
+  // step ahead of the profile (the service thread reads events late: docs/profiler.md); k0+2 and k0+3
+  // are profiled; k0+4 is followed to close lifetimes, with sampling already stopped at its first event.
   const int k0 = first_step_with_period(r.run.err);
   ASSERT_GE(k0, 0) << r.run.err;
   const std::map<int, long> pages = protected_pages_by_step(r.run.err);
   ASSERT_EQ(pages.size(), 10u) << r.run.err;
   // While sampling, windows are protected (the never-touched objects keep theirs): the check sees them.
-  EXPECT_GT(pages.at(k0 + 1), 0) << r.run.err;
   EXPECT_GT(pages.at(k0 + 2), 0) << r.run.err;
+  EXPECT_GT(pages.at(k0 + 3), 0) << r.run.err;
   for (const auto& [step, n] : pages) {
-    if (step < k0 + 1 || step > k0 + 2) {
+    if (step < k0 + 1 || step > k0 + 3) {
       EXPECT_EQ(n, 0) << "step " << step << "\n" << r.run.err;
     }
   }

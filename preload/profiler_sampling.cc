@@ -153,20 +153,24 @@ bool start_sampling(Profiler& p) {
 }
 
 uint64_t profiler_tick() noexcept {
-  // Shortest interval between two rearms, and how much of the service thread's time they may take:
-  // a pass over a tensor of a few MiB takes a few hundred microseconds, so two passes seldom fall
-  // between two rearms; each rearm costs an mprotect (a TLB shootdown) per touched window.
+  // Shortest interval between two rearms, and how much time they may cost: a pass over a tensor of a few
+  // MiB takes a few hundred microseconds, so two passes seldom fall between two rearms; each rearm costs an
+  // mprotect (a TLB shootdown) per touched window on the service thread, and each window it protects
+  // again costs the program a fault when touched (signal delivery, the handler's mprotect, the return:
+  // about kFaultNs here). The interval keeps both within a quarter of the time.
   constexpr uint64_t kMinIntervalNs = 50'000;
   constexpr uint64_t kCostFactor = 4;
+  constexpr uint64_t kFaultNs = 10'000;
   if (g_profiler == nullptr || !g_sampling_active.load(std::memory_order_acquire)) return 0;
   try {
     std::lock_guard<std::mutex> lock(g_profiler->mu);
     Profiler& p = *g_profiler;
     if (p.kind != SamplerKind::kSoftware || !p.phase_open || p.state != ProfState::kProfiling) return 0;
-    const uint64_t interval = std::max(kMinIntervalNs, kCostFactor * p.rearm_cost_ns);
+    const uint64_t interval =
+        std::max(kMinIntervalNs, kCostFactor * (p.rearm_cost_ns + p.last_rearmed_windows * kFaultNs));
     const uint64_t now = now_ns();
     if (now - p.last_rearm_ns >= interval) {
-      p.software->rearm();
+      p.last_rearmed_windows = p.software->rearm();
       p.last_rearm_ns = now_ns();
       p.rearm_cost_ns = p.last_rearm_ns - now;
       return interval;

@@ -70,6 +70,7 @@ struct Profiler {
   uint64_t arm_cost_ns = 0;
   uint64_t last_rearm_ns = 0;  // software sampler: the last rearm() of the open phase (passes)
   uint64_t rearm_cost_ns = 0;
+  uint64_t last_rearmed_windows = 0;  // windows the last rearm() protected again (each a fault to come)
   // How long each phase lasted in the last step seen (the step repeats, so this is the forecast).
   std::vector<uint64_t> phase_forecast_ns;
   int64_t prev_step = -1;

@@ -4,13 +4,14 @@ and with SENTINEL_MODE=profile (software sampler here: no PMU in this VM), over 
 
 Modes per round (order rotated every round): plain; sentinel (default mode: tracking only);
 profile-marked (train.py --mark-steps: Sentinel's steps are train.py's steps, so the profiled steps are
-known exactly: step 0 closes the first marked step, step 1 is the warm-up, steps 2 and 3 are profiled,
-step 4 is followed with sampling off); profile-detected (automatic step detection: the profiled steps
+known exactly: step 0 closes the first marked step, step 1 is the warm-up, in step 2 the software sampler
+starts (a step ahead of the profile, docs/profiler.md), steps 3 and 4 are profiled, step 5 is followed with
+sampling off); profile-detected (automatic step detection: the profiled steps
 are wherever detection locks; the profile's step_time_ns is their mean time).
 
 Prints per train.py step the median time of each mode and, as summary ratios (median over rounds of
 the per-round ratio to plain of the same round):
-  profiled  : mean of the profiled steps / median plain step (marked: steps 2-3; detected: the profile's
+  profiled  : mean of the profiled steps / median plain step (marked: steps 3-4; detected: the profile's
               step_time_ns, which since the profiles carry the unsampled step's phase times is NOT the
               profiled steps' time: for detected steps read the per-step table instead)
   after     : median of the steps after profiling / median plain step (marked: steps 5..; detected:
@@ -95,7 +96,7 @@ def main():
     for i in range(n):
         print("%4d %9.1f %9.1f %15.1f %17.1f" % (i, *(1e3 * statistics.median(x["steps"][i] for x in runs[m]) for m in MODES)))
 
-    after_first = max(5, n // 2)
+    after_first = max(6, n // 2)
     summary = {}
 
     def ratios(mode, base_mode, profiled_of, after_of):
@@ -106,12 +107,12 @@ def main():
             aft.append(after_of(x) / base)
         return statistics.median(prof), min(prof), max(prof), statistics.median(aft), min(aft), max(aft)
 
-    marked_prof = lambda x: statistics.mean(x["steps"][2:4])
+    marked_prof = lambda x: statistics.mean(x["steps"][3:5])
     marked_after = lambda x: statistics.median(x["steps"][after_first:])
     detected_prof = lambda x: x["profile_step_s"]
     detected_after = lambda x: statistics.median(x["steps"][n - n // 3:])
     print("\nratios (median over rounds, [min..max]):")
-    for mode, pf, af, label in (("profile-marked", marked_prof, marked_after, "steps 2-3 / steps %d.." % after_first),
+    for mode, pf, af, label in (("profile-marked", marked_prof, marked_after, "steps 3-4 / steps %d.." % after_first),
                                 ("profile-detected", detected_prof, detected_after,
                                  "profile step_time_ns / last %d steps" % (n // 3))):
         for base in ("plain", "sentinel"):

@@ -1,5 +1,6 @@
-// Internal to the software sampler (software_sampler.cc: starting, arming, statistics;
-// software_sampler_window.cc: the window protocol that runs in the signal handler and inside free()).
+// Internal to the software sampler (software_sampler.cc: starting, stopping, the handler, statistics;
+// software_sampler_arm.cc: arming; software_sampler_window.cc: the window protocol that runs in the
+// signal handler and inside free()).
 // The tables and the state word of a window; the protocol itself is stated in software_sampler.h.
 //
 // Thread safety: as software_sampler.h says for each field; the helpers are lock-free and

@@ -154,13 +154,14 @@ bool SoftwareSampler::arm_birth(const SampleRegion& r) {
   const uintptr_t first = (r.addr + page_ - 1) / page_ * page_;
   const uintptr_t last = r.len > SIZE_MAX - r.addr ? 0 : (r.addr + r.len) / page_ * page_;
   if (first < r.addr || last <= first) return false;
-  // A free birth entry, taken with a compare-exchange (the owner frees birth entries, never takes one).
+  // The lowest free birth entry, taken with a compare-exchange (the owner frees birth entries, never takes
+  // one). Lowest: every fault scans the birth entries up to the highest ever used (birth_high_water).
   const uint32_t births = t.opt.birth_windows;
-  const uint32_t from = st.birth_cursor.fetch_add(1, std::memory_order_relaxed);
+  const uint32_t from = st.birth_cursor.fetch_add(1, std::memory_order_relaxed);  // places the window
   uint32_t index = 0;
   uint64_t reserved = 0;
   for (uint32_t k = 0; k < births && reserved == 0; ++k) {
-    const uint32_t i = t.opt.max_windows + (from + k) % births;
+    const uint32_t i = t.opt.max_windows + k;
     uint64_t word = t.windows[i].word.load(std::memory_order_acquire);
     if (state_of(word) == kFree &&
         t.windows[i].word.compare_exchange_strong(word, next_word(word, kReserved), std::memory_order_acq_rel)) {

@@ -66,7 +66,7 @@ struct Stats {
   // arm_birth() entries [max_windows, max_windows + birth_high_water) may be in use; it only grows, since
   // an allocating thread may arm one whenever the sampler is started.
   std::atomic<uint32_t> birth_high_water{0};
-  std::atomic<uint32_t> birth_cursor{0};  // where arm_birth() starts looking for a free entry
+  std::atomic<uint32_t> birth_cursor{0};  // arm_birth() calls so far: spreads its windows over objects
   std::atomic<uint64_t> births_armed{0}, births_skipped{0};
   std::atomic<uint64_t> epoch{1};       // advances at every arm/disarm
 };

@@ -15,7 +15,6 @@
 #include <gtest/gtest.h>
 
 #include "pattern_score.h"
-#include "profile/profile_io.h"
 
 namespace sentinel::e2e {
 namespace {
@@ -24,19 +23,14 @@ constexpr int kLayers = 8;
 constexpr uint64_t kBytes = 4u << 20;
 
 TEST(ActPattern, ActivationsAreWrittenAtBirthAndReadInTheirBackwardPhase) {
-  const std::string profile = ::testing::TempDir() + "/act_pattern_" + std::to_string(getpid()) + ".json";
   const std::vector<std::string> argv = {ACT_PATTERN, "--steps", "6", "--layers", std::to_string(kLayers), "--kib",
                                          std::to_string(kBytes >> 10), "--weights", "300"};
   const RunResult plain = run_program(argv, {});
-  const RunResult r = run_program(argv, {std::string("LD_PRELOAD=") + SENTINEL_LIB, "SENTINEL_MODE=profile",
-                                         "SENTINEL_PROFILE_OUT=" + profile, "SENTINEL_SAMPLER=software",
-                                         "SENTINEL_WARMUP_STEPS=1", "SENTINEL_PROFILE_STEPS=2", "SENTINEL_LOG=warn"});
-  ASSERT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.err;
-  EXPECT_EQ(r.out, plain.out);  // the program computes the same under the sampler
+  RunResult r;
   StepProfile p;
   std::string error;
-  ASSERT_TRUE(read_profile_file(profile, &p, &error)) << error;
-  unlink(profile.c_str());
+  ASSERT_TRUE(profile_with_software_sampler(SENTINEL_LIB, argv, &r, &p, &error)) << error;
+  EXPECT_EQ(r.out, plain.out);  // the program computes the same under the sampler
   ASSERT_EQ(p.period, 2u * kLayers);
 
   // Activations are born at events 0..L-1, gradients at L..2L-1.

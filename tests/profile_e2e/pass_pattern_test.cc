@@ -15,24 +15,18 @@
 #include <gtest/gtest.h>
 
 #include "pattern_score.h"
-#include "profile/profile_io.h"
 
 namespace sentinel::e2e {
 namespace {
 
 TEST(PassPattern, SoftwareSamplerCountsPassesInRatio) {
-  const std::string profile = ::testing::TempDir() + "/pass_pattern_" + std::to_string(getpid()) + ".json";
-  const RunResult plain = run_program({PASS_PATTERN, "--steps", "5", "--mib", "64"}, {});
-  const RunResult r = run_program({PASS_PATTERN, "--steps", "5", "--mib", "64"},
-                                  {std::string("LD_PRELOAD=") + SENTINEL_LIB, "SENTINEL_MODE=profile",
-                                   "SENTINEL_PROFILE_OUT=" + profile, "SENTINEL_SAMPLER=software",
-                                   "SENTINEL_WARMUP_STEPS=1", "SENTINEL_PROFILE_STEPS=2", "SENTINEL_LOG=warn"});
-  ASSERT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.err;
-  EXPECT_EQ(r.out, plain.out);  // the program computes the same under the sampler
+  const std::vector<std::string> argv = {PASS_PATTERN, "--steps", "5", "--mib", "64"};
+  const RunResult plain = run_program(argv, {});
+  RunResult r;
   StepProfile p;
   std::string error;
-  ASSERT_TRUE(read_profile_file(profile, &p, &error)) << error;
-  unlink(profile.c_str());
+  ASSERT_TRUE(profile_with_software_sampler(SENTINEL_LIB, argv, &r, &p, &error)) << error;
+  EXPECT_EQ(r.out, plain.out);  // the program computes the same under the sampler
 
   std::vector<const ObjectProfile*> buffers;
   for (const ObjectProfile& o : p.objects)

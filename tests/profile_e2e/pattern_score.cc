@@ -10,6 +10,8 @@
 #include <set>
 #include <sstream>
 
+#include "profile/profile_io.h"
+
 extern char** environ;
 
 namespace sentinel::e2e {
@@ -283,6 +285,21 @@ int first_step_with_period(const std::string& err) {
     }
   }
   return -1;
+}
+
+bool profile_with_software_sampler(const std::string& lib, const std::vector<std::string>& argv, RunResult* run,
+                                   StepProfile* profile, std::string* error) {
+  const std::string path = std::string(P_tmpdir) + "/sentinel_profile_" + std::to_string(getpid()) + ".json";
+  *run = run_program(argv, {"LD_PRELOAD=" + lib, "SENTINEL_MODE=profile", "SENTINEL_PROFILE_OUT=" + path,
+                            "SENTINEL_SAMPLER=software", "SENTINEL_WARMUP_STEPS=1", "SENTINEL_PROFILE_STEPS=2",
+                            "SENTINEL_LOG=warn"});
+  if (!WIFEXITED(run->status) || WEXITSTATUS(run->status) != 0) {
+    *error = "the program failed: " + run->err;
+    return false;
+  }
+  const bool ok = read_profile_file(path, profile, error);
+  unlink(path.c_str());
+  return ok;
 }
 
 }  // namespace sentinel::e2e

@@ -69,6 +69,12 @@ struct RunResult {
 // capturing stdout and stderr (through temporary files, so neither pipe can fill up).
 RunResult run_program(const std::vector<std::string>& argv, const std::vector<std::string>& env);
 
+// Runs argv under libsentinel.so `lib` in profile mode with the software sampler (1 warm-up step, 2
+// profiled) and reads the profile it writes into *profile. False, with *error (the run's stderr, or why
+// the profile could not be read), when the program did not exit 0 or wrote no readable profile.
+bool profile_with_software_sampler(const std::string& lib, const std::vector<std::string>& argv, RunResult* run,
+                                   StepProfile* profile, std::string* error);
+
 // Values of the "kp: maps step S protected_pages N" lines of known_pattern's stderr, by step.
 std::map<int, long> protected_pages_by_step(const std::string& err);
 // The first step whose "kp: step S sentinel_step X period P" line shows P > 0, or -1.

@@ -17,36 +17,12 @@
 #include <gtest/gtest.h>
 
 #include "os/os.h"
+#include "sampler_test_mappings.h"
 
 namespace sentinel {
 namespace {
 
-const size_t kPage = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-
-struct Mapping {
-  explicit Mapping(size_t pages) : len(pages * kPage) {
-    void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    base = p == MAP_FAILED ? nullptr : static_cast<char*>(p);
-  }
-  ~Mapping() {
-    if (base != nullptr) munmap(base, len);
-  }
-  char* base;
-  size_t len;
-};
-
-SampleRegion region_of(const Mapping& m, uint32_t slot) {
-  return SampleRegion{reinterpret_cast<uintptr_t>(m.base), m.len, slot};
-}
-
-void write_all(char* p, size_t len, char v) {
-  for (size_t i = 0; i < len; i += 64) *reinterpret_cast<volatile char*>(p + i) = v;
-}
-uint64_t read_all(const char* p, size_t len) {
-  uint64_t s = 0;
-  for (size_t i = 0; i < len; i += 64) s += *reinterpret_cast<const volatile char*>(p + i);
-  return s;
-}
+using namespace sampler_test;
 
 void no_core_dumps() {
   struct rlimit rl = {0, 0};
@@ -356,12 +332,6 @@ TEST(SoftwareSampler, RestartReusesTablesAndKeepsTickets) {
   write_all(a.base, a.len, 1);
   EXPECT_EQ(s.counts(2, 1).touched, 1u);
   s.stop();
-}
-
-// True if every page of [p, p+len) can be read by the kernel right now. A protected page makes
-// pwrite(2) fail with EFAULT instead of faulting, so this sees protection without the handler.
-bool kernel_can_read(int fd, const char* p, size_t len) {
-  return pwrite(fd, p, len, 0) == static_cast<ssize_t>(len);
 }
 
 uint64_t checksum(const char* p, size_t len) {

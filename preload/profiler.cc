@@ -304,14 +304,11 @@ void on_alloc(Profiler& p, const LiveObjects& live, const ObjectEvent& e) {
     p.touch_attribution.on_phase(e.clock, e.time_ns, static_cast<uint32_t>(rel), e.event);
     p.last_event_clock = e.clock;
     if (!p.phase_open) {
-      harvest(p);
       arm(p, live, static_cast<uint32_t>(rel), e.event);
     } else {
       arm_new_object(p, key, e.size);
-      p.phase_step = static_cast<uint32_t>(rel);
-      p.phase = e.event;
-      harvest(p);
     }
+    harvest(p);  // touches carry their clock: the order against arming does not matter
     return;
   }
   // On the events' clock: the arming cost is weighed against phase times (os/measure_clock.h).

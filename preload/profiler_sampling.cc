@@ -108,10 +108,6 @@ void stop_sampling(Profiler& p) {
   if (p.software != nullptr && p.kind == SamplerKind::kSoftware) {
     p.software->disarm();  // closes every window's cycle: all touches are in
     if (p.phase_open && p.builder) harvest_touches(p, true);
-  } else {
-    harvest(p);
-  }
-  if (p.software != nullptr && p.kind == SamplerKind::kSoftware) {
     const SoftwareSamplerStats st = p.software->stats();
     log_write(LogLevel::kDebug, ("software sampler: " + std::to_string(st.arms) + " arms, " +
                                  std::to_string(st.windows_armed) + " windows, " + std::to_string(st.faults_claimed) +
@@ -120,8 +116,10 @@ void stop_sampling(Profiler& p) {
                                  std::to_string(p.touches_outside) + " touches outside the profiled steps")
                                     .c_str());
     p.software->stop();
+  } else {
+    harvest(p);
+    if (p.pmu != nullptr) p.pmu->stop();
   }
-  if (p.pmu != nullptr && p.kind != SamplerKind::kSoftware) p.pmu->stop();
   g_sampling_active.store(false, std::memory_order_release);
   p.phase_open = false;
   p.armed.clear();

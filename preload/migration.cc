@@ -64,9 +64,10 @@ class RuntimeOwner final : public migrate::Owner {
       g_stale_completions.fetch_add(1, std::memory_order_relaxed);
       return;
     }
-    // A move to the fast node that failed part way (pages busy or faulting) has left some pages there: the
-    // object is counted on the fast node then, so the budget never misses a page that is in it. (Its other
-    // pages are still slow: slower than planned, never over budget.)
+    // A move to the fast node that failed part way sends its pages back (the engine's rollback); pages
+    // that would not go back are still there: the object is counted on the fast node then, so the budget
+    // never misses a page that is in it. (Its other pages are slow: slower than planned, never over
+    // budget.)
     const bool partly_fast = result.state == migrate::State::kFailed && r.move_to_pool == place::kFastPool &&
                              result.pages_moved > 0;
     if (partly_fast) g_partial_moves_counted_fast.fetch_add(1, std::memory_order_relaxed);

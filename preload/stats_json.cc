@@ -101,6 +101,11 @@ void add_placement(Json& j, const State& s) {
   j[key::kParkedFastReuses] = p.parked_reuses;
   j[key::kParkedFastTrimmedBytes] = p.parked_trimmed_bytes;
   j[key::kBindFailures] = p.bind_failures;
+  // Refused binds: rebinds that moved the pages instead, objects counted where their pages are, and of
+  // those the ones counted fast beyond the budget.
+  j[key::kRebindsMoving] = p.rebinds_moving;
+  j[key::kBindsRehomed] = p.binds_rehomed;
+  j[key::kBindsOverBudget] = p.binds_over_budget;
   const MigrationReport mig = migration_report();
   j[key::kMigrationEnabled] = mig.enabled;
   j[key::kMigrationsDone] = mig.engine.moves_done;

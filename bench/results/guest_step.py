@@ -10,6 +10,7 @@ node, pages the kernel migrated, demoted and promoted (/proc/vmstat), host secon
 import argparse
 import json
 import os
+import resource
 import sys
 import time
 from types import SimpleNamespace
@@ -261,6 +262,7 @@ def run_workload(name, args, meter):
             step_begin()
         before = meter.read() if meter else None
         moved0 = vmstat_pages()
+        faults0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         t0 = time.perf_counter()
         if tokens:
             t = torch.randint(0, spec["vocab"], (spec["batch"], spec["seq"] + 1), generator=gen)
@@ -276,7 +278,9 @@ def run_workload(name, args, meter):
         value = loss.item()
         host_s = time.perf_counter() - t0
         moved = vmstat_pages()
+        # Minor faults of the step (every thread): pages faulted in, e.g. an extent whose pages were returned.
         record = {"step": step, "host_s": host_s, "loss": value.hex(),
+                  "minor_faults": resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults0,
                   "pages_migrated": moved["pgmigrate_success"] - moved0["pgmigrate_success"],
                   "pages_demoted": moved["pgdemote_kswapd"] + moved["pgdemote_direct"]
                   - moved0["pgdemote_kswapd"] - moved0["pgdemote_direct"],

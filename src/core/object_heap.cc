@@ -185,6 +185,12 @@ uint32_t ObjectHeap::allocate(uint64_t size, uint64_t align, uint8_t pool, bool*
     // pointer is returned to the program.
     __atomic_store_n(&page_index_[(start - base_) / kPageSize], slot + 1, __ATOMIC_RELEASE);
   }
+  begin_life(slot, size);
+  return slot;
+}
+
+void ObjectHeap::begin_life(uint32_t slot, uint64_t size) noexcept {
+  ObjectRecord& r = records_[slot];
   r.size = size;
   r.tag = 0;
   r.site = 0;
@@ -195,6 +201,28 @@ uint32_t ObjectHeap::allocate(uint64_t size, uint64_t align, uint8_t pool, bool*
   // A claim of an earlier life that is still being dropped cannot match this word (its generation differs).
   r.move_claim.store(move_claim_word(generation, 0), std::memory_order_relaxed);
   r.state.store(ExtentState::kLive, std::memory_order_release);
+}
+
+uint32_t ObjectHeap::classes_end(uint32_t cls, uint64_t max_extent_bytes) noexcept {
+  uint32_t end = cls + 1;
+  while (end < kNumSizeClasses && class_pages(end) * kPageSize <= max_extent_bytes) ++end;
+  return end;
+}
+
+uint32_t ObjectHeap::take_resident(uint64_t size, uint64_t align, uint8_t pool, uint64_t max_extent_bytes) noexcept {
+  if (size == 0 || size > size_ / 2 || pool >= kMaxPools) return kNoSlot;
+  if (align < kPageSize) align = kPageSize;
+  if (align > kHugePageSize || (align & (align - 1)) != 0) return kNoSlot;
+  const uint32_t cls = size_class_of_pages(pages_for(size));
+  if (cls >= kNumSizeClasses) return kNoSlot;
+  const uint32_t end = classes_end(cls, max_extent_bytes);
+  uint32_t slot = kNoSlot;
+  {
+    SpinGuard guard(lock_);
+    for (uint32_t c = cls; c < end && slot == kNoSlot; ++c) slot = pop_list_locked(c, pool, 1, align);
+  }
+  if (slot == kNoSlot) return kNoSlot;
+  begin_life(slot, size);
   return slot;
 }
 
@@ -233,10 +261,15 @@ bool ObjectHeap::release(uint32_t slot, bool drop_pages) noexcept {
   return r.resident;
 }
 
-bool ObjectHeap::has_resident_cached(uint64_t size, uint8_t pool) const noexcept {
+bool ObjectHeap::has_resident_cached(uint64_t size, uint8_t pool, uint64_t max_extent_bytes) const noexcept {
   if (size == 0 || size > size_ / 2 || pool >= kMaxPools) return false;
   const uint32_t cls = size_class_of_pages(pages_for(size));
-  return cls < kNumSizeClasses && __atomic_load_n(&cache_head_[cls][pool][1], __ATOMIC_RELAXED) != 0;
+  if (cls >= kNumSizeClasses) return false;
+  const uint32_t end = classes_end(cls, max_extent_bytes);
+  for (uint32_t c = cls; c < end; ++c) {
+    if (__atomic_load_n(&cache_head_[c][pool][1], __ATOMIC_RELAXED) != 0) return true;
+  }
+  return false;
 }
 
 uint64_t ObjectHeap::trim_cached(uint8_t pool, uint64_t bytes) noexcept {

@@ -130,8 +130,14 @@ class ObjectHeap {
 
   // Whether `pool` has a cached extent with resident pages for a request of `size` bytes: a hint, read
   // without the lock (another thread may take it first), so a caller can skip a resident_only allocate()
-  // that would miss.
-  bool has_resident_cached(uint64_t size, uint8_t pool) const noexcept;
+  // or a take_resident() that would miss. With `max_extent_bytes` above the request's class, larger
+  // classes up to that size count too.
+  bool has_resident_cached(uint64_t size, uint8_t pool, uint64_t max_extent_bytes = 0) const noexcept;
+  // A cached extent of `pool` with resident pages for `size` bytes: of the request's class, or failing
+  // that of the smallest larger class whose extents are at most `max_extent_bytes` (reusing resident
+  // pages is cheaper than faulting the request's own class in). Never carves; the extent keeps its
+  // class. kNoSlot when there is none.
+  uint32_t take_resident(uint64_t size, uint64_t align, uint8_t pool, uint64_t max_extent_bytes) noexcept;
 
   // The slot whose extent starts exactly at p, or kNoSlot (interior or foreign pointer).
   uint32_t slot_of(const void* p) const noexcept;
@@ -167,6 +173,10 @@ class ObjectHeap {
   uint32_t pop_cached_locked(uint32_t cls, uint8_t pool, uint64_t align, bool resident_only, bool zero_first) noexcept;
   uint32_t pop_list_locked(uint32_t cls, uint8_t pool, int resident, uint64_t align) noexcept;
   uint32_t pop_other_pool_locked(uint32_t cls, uint8_t pool, uint64_t align) noexcept;
+  // One past the last class from `cls` up whose extents are at most `max_extent_bytes` (`cls` counts).
+  static uint32_t classes_end(uint32_t cls, uint64_t max_extent_bytes) noexcept;
+  // A new life for the extent in `slot`: its size set, its generation bumped, live.
+  void begin_life(uint32_t slot, uint64_t size) noexcept;
   void push_cached_locked(uint32_t slot) noexcept;
   uint32_t carve_locked(uint32_t cls, uint64_t align, uintptr_t* start) noexcept;
 

@@ -75,6 +75,9 @@ inline constexpr const char kPlacerReleaseErrors[] = "placer_release_errors";
 inline constexpr const char kParkedFastReuses[] = "parked_fast_reuses";
 inline constexpr const char kParkedFastTrimmedBytes[] = "parked_fast_trimmed_bytes";
 inline constexpr const char kBindFailures[] = "bind_failures";
+inline constexpr const char kRebindsMoving[] = "rebinds_moving";
+inline constexpr const char kBindsRehomed[] = "binds_rehomed";
+inline constexpr const char kBindsOverBudget[] = "binds_over_budget";
 inline constexpr const char kMigrationEnabled[] = "migration_enabled";
 inline constexpr const char kMigrationsDone[] = "migrations_done";
 inline constexpr const char kMigrationsFailed[] = "migrations_failed";
@@ -145,7 +148,7 @@ inline constexpr const char kProfileSource[] = "profile_source";
 inline constexpr const char kPlansFromLocalRank0Profile[] = "plans_from_local_rank0_profile";
 inline constexpr const char kMode[] = "mode";
 
-inline constexpr std::array<std::string_view, 125> kAll = {
+inline constexpr std::array<std::string_view, 128> kAll = {
     kPid,
     kRank,
     kForkedChildren,
@@ -208,6 +211,9 @@ inline constexpr std::array<std::string_view, 125> kAll = {
     kParkedFastReuses,
     kParkedFastTrimmedBytes,
     kBindFailures,
+    kRebindsMoving,
+    kBindsRehomed,
+    kBindsOverBudget,
     kMigrationEnabled,
     kMigrationsDone,
     kMigrationsFailed,

@@ -13,10 +13,11 @@
 //   - -EBUSY / -EAGAIN             retried up to `busy_retries` times, then counted as busy failures
 //   - -ENOMEM                      target node full (kernel 6.1 fails the whole call with ENOMEM
 //                                  instead; the engine then queries where the pages are): the move
-//                                  stops and (rollback_on_nomem) the pages it already moved go back
-//                                  to their original node, so the object stays where it was; the
-//                                  pages are counted as ENOMEM failures
+//                                  stops; the pages are counted as ENOMEM failures
 //   - anything else (EFAULT, ...)  counted as other failures; the move continues with the next pages
+// A move that fails (any reason but cancellation) sends the pages it moved back to their original node
+// (rollback_on_failure), so the object stays whole where it was, as the runtime's books say; only
+// pages that will not go back stay moved (MoveResult::pages_moved).
 // Large folios (THP, mTHP) migrate whole: move_pages on one page of a huge page moves all of it. A
 // huge page that straddles the extent's boundary (allocators pack objects; khugepaged collapses
 // across neighbouring objects of one VMA) would drag the neighbour's pages along, so before moving,
@@ -90,7 +91,7 @@ struct MoveResult {
   uint64_t pages_moved = 0;   // on the target node at the end (includes already-there pages)
   uint64_t pages_absent = 0;  // not present (-ENOENT)
   uint64_t pages_failed = 0;  // busy, ENOMEM or other errors
-  bool rolled_back = false;   // ENOMEM: the moved pages were sent back
+  bool rolled_back = false;   // failed: the moved pages were sent back (pages_moved: those that stayed)
   bool cancel_requested = false;
 };
 
@@ -109,7 +110,7 @@ struct EngineConfig {
   size_t queue_capacity = 1024;
   size_t chunk_pages = 1024;  // pages per move_pages call
   int busy_retries = 3;
-  bool rollback_on_nomem = true;
+  bool rollback_on_failure = true;  // a failed move sends the pages it moved back
   bool bind_policy = false;     // after the move: MPOL_BIND (true) or MPOL_PREFERRED (false)
   bool set_policy = true;       // apply the mbind policy after a complete move
   Owner* owner = nullptr;

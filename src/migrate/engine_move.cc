@@ -154,7 +154,7 @@ void Engine::execute(uint32_t i) {
     }
     const size_t n = std::min(config_.chunk_pages, npages - off);
     for (size_t k = 0; k < n; ++k) pages_[k] = reinterpret_cast<void*>(start + (off + k) * page);
-    if (off == 0 && config_.rollback_on_nomem) {
+    if (off == 0 && config_.rollback_on_failure) {
       origin = majority_node(pages_.get(), origin_.get(), n);
     }
     ChunkOutcome c = move_chunk(pages_.get(), nodes_.get(), status_.get(), n, node, config_.busy_retries,
@@ -183,20 +183,22 @@ void Engine::execute(uint32_t i) {
     if (r.reason == FailReason::kNone && c.other > 0) r.reason = FailReason::kFault;
   }
 
-  if (nomem && config_.rollback_on_nomem && origin >= 0 && origin != node) {
-    // The target is full: send what we moved back, so the object is whole on its original node
-    // rather than split across two (its accounting stays "where it was").
-    uint64_t back = 0;
+  const bool failed = !r.cancel_requested && (nomem || r.reason != FailReason::kNone);
+  if (failed && config_.rollback_on_failure && origin >= 0 && origin != node && r.pages_moved > 0) {
+    // The move failed part way (target full, pages busy or faulting): send what moved back, so the
+    // object is whole where it was rather than split across two nodes (its accounting stays "where it
+    // was"). Pages that will not go back stay counted as moved.
+    uint64_t still_away = 0;
     for (size_t off = 0; off < done_pages;) {
       const size_t n = std::min(config_.chunk_pages, done_pages - off);
       for (size_t k = 0; k < n; ++k) pages_[k] = reinterpret_cast<void*>(start + (off + k) * page);
       ChunkOutcome c = move_chunk(pages_.get(), nodes_.get(), status_.get(), n, origin, config_.busy_retries,
                                   incore_.get());
-      back += c.moved;
+      still_away += c.syscall_errno != 0 ? n : c.busy + c.nomem + c.other;
       off += n;
     }
     r.rolled_back = true;
-    r.pages_moved = back >= r.pages_moved ? 0 : r.pages_moved - back;
+    r.pages_moved = std::min<uint64_t>(r.pages_moved, still_away);
     stats_.rollbacks.fetch_add(1, std::memory_order_relaxed);
   }
 

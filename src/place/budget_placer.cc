@@ -26,7 +26,7 @@ Status BudgetPlacer::configure(const PlacerConfig& config) noexcept {
   mode_ = config.mode;
   for (auto* c : {&fast_live_, &fast_parked_, &parked_reuses_, &parked_trimmed_, &slow_live_, &total_live_, &peak_fast_, &peak_slow_, &peak_total_,
                   &step_peak_, &fast_allocs_, &slow_allocs_, &forced_slow_, &planned_slow_, &binds_, &bind_failures_,
-                  &rebinds_, &release_errors_}) {
+                  &rebinds_, &rebinds_moving_, &binds_rehomed_, &binds_over_budget_, &release_errors_}) {
     c->store(0, std::memory_order_relaxed);
   }
   resolved_.store(budget_.kind != BudgetKind::kPercent, std::memory_order_relaxed);
@@ -210,20 +210,54 @@ void BudgetPlacer::count_bind(bool ok, int err) noexcept {
   last_bind_errno_.store(err, std::memory_order_relaxed);
 }
 
-bool BudgetPlacer::bind(void* addr, uint64_t extent_bytes, const Decision& d, std::string_view* why) noexcept {
+bool BudgetPlacer::bind(void* addr, uint64_t extent_bytes, const Decision& d, std::string_view* why,
+                        int* err_out) noexcept {
   binds_.fetch_add(1, std::memory_order_relaxed);
   int err = 0;
   const bool ok = bind_range(addr, extent_bytes, d.node, mode_, false, why, &err);
   count_bind(ok, err);
+  if (err_out != nullptr) *err_out = ok ? 0 : err;
   return ok;
 }
 
-bool BudgetPlacer::rebind(void* addr, uint64_t extent_bytes, const Decision& d, std::string_view* why) noexcept {
+bool BudgetPlacer::rebind(void* addr, uint64_t extent_bytes, const Decision& d, std::string_view* why,
+                          bool* contents_dropped, int* err_out) noexcept {
   rebinds_.fetch_add(1, std::memory_order_relaxed);
   int err = 0;
-  const bool ok = rebind_discarding(addr, extent_bytes, d.node, mode_, why, &err);
+  bool ok = rebind_discarding(addr, extent_bytes, d.node, mode_, why, &err);
+  if (contents_dropped != nullptr) *contents_dropped = ok;
+  if (!ok) {
+    // Left as it is, the extent's pages (resident, or faulting in under its old policy) would sit on
+    // the old node while the object is counted on the new one. Whatever the drop did, moving the pages
+    // that are present also binds the range.
+    ok = bind_range(addr, extent_bytes, d.node, mode_, /*move_present=*/true, why, &err);
+    if (ok) rebinds_moving_.fetch_add(1, std::memory_order_relaxed);
+  }
   count_bind(ok, err);
+  if (err_out != nullptr) *err_out = ok ? 0 : err;
   return ok;
+}
+
+void BudgetPlacer::rehome(uint8_t chosen, uint8_t actual, uint64_t extent_bytes) noexcept {
+  if (!enabled_ || chosen == actual || (actual != kFastPool && actual != kSlowPool)) return;
+  binds_rehomed_.fetch_add(1, std::memory_order_relaxed);
+  if (actual == kSlowPool) {
+    raise(peak_slow_, slow_live_.fetch_add(extent_bytes, std::memory_order_relaxed) + extent_bytes);
+    release_fast(extent_bytes);
+    return;
+  }
+  if (!try_reserve_fast(extent_bytes)) {
+    binds_over_budget_.fetch_add(1, std::memory_order_relaxed);
+    raise(peak_fast_, fast_live_.fetch_add(extent_bytes, std::memory_order_acq_rel) + extent_bytes);
+    if (ledger_ != nullptr && ledger_->joined()) ledger_->force_reserve(extent_bytes);
+  }
+  subtract_clamped(slow_live_, extent_bytes, release_errors_);
+}
+
+uint8_t BudgetPlacer::pool_of_node(int node) const noexcept {
+  if (node == fast_node_) return kFastPool;
+  if (enabled_ && node == slow_node_) return kSlowPool;
+  return kNoPool;
 }
 
 PlacerStats BudgetPlacer::stats() const noexcept {
@@ -250,6 +284,9 @@ PlacerStats BudgetPlacer::stats() const noexcept {
   s.binds = binds_.load(std::memory_order_relaxed);
   s.bind_failures = bind_failures_.load(std::memory_order_relaxed);
   s.rebinds = rebinds_.load(std::memory_order_relaxed);
+  s.rebinds_moving = rebinds_moving_.load(std::memory_order_relaxed);
+  s.binds_rehomed = binds_rehomed_.load(std::memory_order_relaxed);
+  s.binds_over_budget = binds_over_budget_.load(std::memory_order_relaxed);
   s.release_errors = release_errors_.load(std::memory_order_relaxed);
   s.last_bind_errno = last_bind_errno_.load(std::memory_order_relaxed);
   if (ledger_ != nullptr) {

@@ -44,6 +44,7 @@ namespace sentinel::place {
 
 inline constexpr uint8_t kFastPool = 0;  // the heap pool whose extents live on the fast node
 inline constexpr uint8_t kSlowPool = 1;
+inline constexpr uint8_t kNoPool = 0xff;  // pool_of_node() of a node that is neither
 
 // The budget grammar is shared with the offline tools (core/budget_spec.h).
 using sentinel::BudgetKind;
@@ -88,6 +89,9 @@ struct PlacerStats {
   uint64_t forced_slow_allocations = 0;
   uint64_t planned_slow_allocations = 0;  // Want::kSlow
   uint64_t binds = 0, bind_failures = 0, rebinds = 0;
+  uint64_t rebinds_moving = 0;     // rebinds that moved the present pages (the drop or its bind refused)
+  uint64_t binds_rehomed = 0;      // refused binds whose object was counted where its pages are
+  uint64_t binds_over_budget = 0;  // of those, counted fast beyond the budget
   uint64_t release_errors = 0;  // release() of more bytes than the pool held (a caller bug)
   int last_bind_errno = 0;
   // The host ledger (a bytes budget shared by the ranks of a job on this host), when attached.
@@ -157,10 +161,19 @@ class BudgetPlacer {
   uint64_t budget_bytes() const noexcept;
 
   // Binds a fresh extent to decision.node before its first touch, with the configured mode.
-  bool bind(void* addr, uint64_t extent_bytes, const Decision& d, std::string_view* why) noexcept;
-  // Gives a recycled extent that was bound to another node the decision's node; its old contents
-  // are dropped (the caller must treat it as zeroed afterwards).
-  bool rebind(void* addr, uint64_t extent_bytes, const Decision& d, std::string_view* why) noexcept;
+  bool bind(void* addr, uint64_t extent_bytes, const Decision& d, std::string_view* why, int* err = nullptr) noexcept;
+  // Gives a recycled extent that was bound to another node the decision's node. Its old contents are
+  // dropped first (*contents_dropped: the caller may treat it as zeroed); when the kernel refuses the
+  // drop or the bind, the pages present are moved instead (contents kept). False: the extent is still
+  // bound to its old node.
+  bool rebind(void* addr, uint64_t extent_bytes, const Decision& d, std::string_view* why,
+              bool* contents_dropped = nullptr, int* err = nullptr) noexcept;
+  // An extent whose bind the kernel refused lives where its pages are: its bytes move from the pool
+  // chosen to `actual`. Into the fast pool beyond the budget only when there is no room (counted in
+  // binds_over_budget: the budget never misses a page that is in fast memory).
+  void rehome(uint8_t chosen, uint8_t actual, uint64_t extent_bytes) noexcept;
+  // The pool of a node: kFastPool for the fast node, kSlowPool for the slow one, kNoPool otherwise.
+  uint8_t pool_of_node(int node) const noexcept;
 
   PlacerStats stats() const noexcept;
 
@@ -199,6 +212,9 @@ class BudgetPlacer {
   std::atomic<uint64_t> binds_{0};
   std::atomic<uint64_t> bind_failures_{0};
   std::atomic<uint64_t> rebinds_{0};
+  std::atomic<uint64_t> rebinds_moving_{0};
+  std::atomic<uint64_t> binds_rehomed_{0};
+  std::atomic<uint64_t> binds_over_budget_{0};
   std::atomic<uint64_t> release_errors_{0};
   std::atomic<int> last_bind_errno_{0};
 };

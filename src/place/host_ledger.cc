@@ -185,6 +185,14 @@ bool HostLedger::try_reserve(uint64_t bytes) noexcept {
   return true;
 }
 
+void HostLedger::force_reserve(uint64_t bytes) noexcept {
+  Slot* s = slot_.load(std::memory_order_acquire);
+  if (s == nullptr) return;
+  const uint64_t sum = mem_->total.fetch_add(bytes, std::memory_order_seq_cst) + bytes;
+  s->held.fetch_add(bytes, std::memory_order_seq_cst);
+  raise(mem_->peak_held, sum);
+}
+
 void HostLedger::release(uint64_t bytes) noexcept {
   Slot* s = slot_.load(std::memory_order_acquire);
   if (s == nullptr) return;

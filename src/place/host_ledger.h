@@ -74,6 +74,8 @@ class HostLedger {
   bool joined() const noexcept { return slot_ != nullptr; }
   // Reserves `bytes` of the host budget for this rank; false when they do not fit (or not joined).
   bool try_reserve(uint64_t bytes) noexcept;
+  // Counts bytes that are in fast memory already, whether or not they fit (a bind the kernel refused).
+  void force_reserve(uint64_t bytes) noexcept;
   // Gives back bytes reserved earlier (clamped at what the slot holds).
   void release(uint64_t bytes) noexcept;
 

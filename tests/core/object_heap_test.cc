@@ -46,7 +46,9 @@ TEST_F(ObjectHeapTest, ExtentsArePageAlignedAndShareNoPage) {
     const ObjectRecord& r = heap_.record(slot);
     EXPECT_EQ(r.start % kPageSize, 0u);
     EXPECT_GE(r.extent_bytes, size);
-    if (size >= kHugePageSize) EXPECT_EQ(r.start % kHugePageSize, 0u);
+    if (size >= kHugePageSize) {
+      EXPECT_EQ(r.start % kHugePageSize, 0u);
+    }
     EXPECT_EQ(heap_.slot_of(reinterpret_cast<void*>(r.start)), slot);
     EXPECT_EQ(heap_.slot_of(reinterpret_cast<void*>(r.start + kPageSize)), kNoSlot);
     ranges.emplace_back(r.start, r.start + r.extent_bytes);
@@ -158,6 +160,44 @@ TEST_F(ObjectHeapTest, ResidentExtentsAreReusedBeforeReturnedOnes) {
   const uint32_t returned = heap_.allocate(100000, kPageSize, 0, &zeroed);
   ASSERT_NE(returned, kNoSlot);
   EXPECT_TRUE(zeroed);
+}
+
+// take_resident: the request's own class first, then the smallest larger class within the limit; never a
+// returned extent, another pool's, one beyond the limit, or a carve. The extent keeps its class and size.
+TEST_F(ObjectHeapTest, TakeResidentFallsBackToTheSmallestLargerClassWithinTheLimit) {
+  heap_.set_cache_limit(1ull << 30);
+  const uint64_t k = 1024;
+  const uint32_t big = alloc(180 * k), bigger = alloc(400 * k), returned = alloc(128 * k), other = alloc(128 * k, kPageSize, 1);
+  const uintptr_t big_start = heap_.record(big).start, bigger_start = heap_.record(bigger).start;
+  const uint64_t big_extent = heap_.record(big).extent_bytes;
+  EXPECT_TRUE(heap_.release(bigger));
+  EXPECT_TRUE(heap_.release(big));
+  EXPECT_FALSE(heap_.release(returned, /*drop_pages=*/true));
+  EXPECT_TRUE(heap_.release(other));
+  const uint64_t carved = heap_.stats().extents_carved;
+
+  EXPECT_FALSE(heap_.has_resident_cached(128 * k, 0));  // its own class: only a returned extent
+  EXPECT_EQ(heap_.take_resident(128 * k, kPageSize, 0, 128 * k), kNoSlot);
+  EXPECT_TRUE(heap_.has_resident_cached(128 * k, 0, 256 * k));
+  const uint32_t a = heap_.take_resident(128 * k, kPageSize, 0, 256 * k);
+  ASSERT_NE(a, kNoSlot);
+  EXPECT_EQ(heap_.record(a).start, big_start);  // the 180 KiB class, not the 400 KiB one
+  EXPECT_EQ(heap_.record(a).extent_bytes, big_extent);
+  EXPECT_EQ(heap_.record(a).size, 128 * k);
+  EXPECT_EQ(heap_.record(a).state.load(), ExtentState::kLive);
+  EXPECT_FALSE(heap_.has_resident_cached(128 * k, 0, 256 * k));  // 400 KiB is beyond twice the request
+  EXPECT_EQ(heap_.take_resident(128 * k, kPageSize, 0, 256 * k), kNoSlot);
+  const uint32_t b = heap_.take_resident(128 * k, kPageSize, 0, 512 * k);
+  ASSERT_NE(b, kNoSlot);
+  EXPECT_EQ(heap_.record(b).start, bigger_start);
+  EXPECT_EQ(heap_.stats().extents_carved, carved);
+  // Released, each goes back to its own class: the 180 KiB request gets its extent back.
+  const uint32_t generation = heap_.record(a).generation.load();
+  EXPECT_TRUE(heap_.release(a));
+  const uint32_t again = heap_.take_resident(180 * k, kPageSize, 0, 0);
+  ASSERT_NE(again, kNoSlot);
+  EXPECT_EQ(heap_.record(again).start, big_start);
+  EXPECT_EQ(heap_.record(again).generation.load(), generation + 1);
 }
 
 TEST_F(ObjectHeapTest, TrimCachedReturnsOnlyThatPoolsResidentPages) {

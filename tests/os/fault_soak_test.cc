@@ -187,6 +187,52 @@ TEST(FaultSoak, BudgetHoldsAndBindFailuresAreCountedWhenMbindFails) {
   ::munmap(arena, kArena);
 }
 
+// A recycled extent whose old pages the kernel will not drop (madvise refused every time): rebind moves
+// the pages instead, keeps the contents, and says they were not dropped (calloc must clear them). On two
+// nodes the pages start on the slow node and end on the fast one. With mbind refused too, it fails and
+// counts the failure.
+TEST(FaultSoak, BudgetRebindMovesThePagesWhenTheDropIsRefused) {
+  const bool two_nodes = migrate::testing::have_two_nodes();
+  place::BudgetPlacer placer;
+  place::PlacerConfig pc;
+  pc.fast_node = 0;
+  pc.slow_node = 1;
+  ASSERT_TRUE(placer.configure(pc).is_ok());
+  constexpr size_t kLen = 64 * 4096;
+  void* p = ::mmap(nullptr, kLen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(p, MAP_FAILED);
+  std::string_view why;
+  if (two_nodes) {
+    ASSERT_TRUE(place::bind_range(p, kLen, 1, place::BindMode::kPreferred, false, &why, nullptr)) << why;
+  }
+  fill(p, kLen, 5);
+  place::Decision fast;
+  fast.pool = place::kFastPool;
+  fast.node = 0;
+  {
+    ScopedFaultInjection inject(FaultConfig{.seed = 3, .rate = 1.0, .ops = op_bit(Op::kMadvise)});
+    bool dropped = true;
+    ASSERT_TRUE(placer.rebind(p, kLen, fast, &why, &dropped)) << why;
+    EXPECT_FALSE(dropped);
+    EXPECT_GT(os::fault_counts().failed[static_cast<int>(Op::kMadvise)], 0u);
+  }
+  EXPECT_TRUE(intact(p, kLen, 5));
+  uint64_t counts[2] = {};
+  uint64_t absent = 0;
+  ASSERT_TRUE(place::count_pages(p, kLen, counts, 1, &absent));
+  EXPECT_EQ(counts[0], kLen / 4096);
+  EXPECT_EQ(placer.stats().rebinds_moving, 1u);
+  EXPECT_EQ(placer.stats().bind_failures, 0u);
+  {
+    ScopedFaultInjection inject(FaultConfig{.seed = 3, .rate = 1.0, .ops = op_bit(Op::kMadvise) | op_bit(Op::kMbind)});
+    EXPECT_FALSE(placer.rebind(p, kLen, fast, &why));
+  }
+  EXPECT_TRUE(intact(p, kLen, 5));
+  EXPECT_EQ(placer.stats().bind_failures, 1u);
+  EXPECT_EQ(placer.stats().rebinds_moving, 1u);
+  ::munmap(p, kLen);
+}
+
 // Moves of checksummed objects while move_pages, mbind, madvise and mincore fail at random (whole calls
 // and single pages): every move ends, a move reported done has no failed page, failures are counted,
 // and no byte of any object changes. On a two-node machine the moves alternate between the nodes and a

@@ -231,6 +231,41 @@ TEST(BudgetPlacer, ConfigureResetsCounters) {
 // The runtime keeps its placer in constant-initialised global state.
 constinit BudgetPlacer g_placer;
 
+// A refused bind: the object's bytes follow its pages to the other pool. Into a full fast pool they
+// are counted anyway (the pages are there), and counted again as over budget; the books balance.
+TEST(BudgetPlacer, RehomeMovesTheBytesToThePoolThePagesAreIn) {
+  BudgetPlacer p;
+  ASSERT_TRUE(p.configure(two_nodes({BudgetKind::kBytes, 1 * M, 0})).is_ok());
+  EXPECT_EQ(p.pool_of_node(0), kFastPool);
+  EXPECT_EQ(p.pool_of_node(1), kSlowPool);
+  EXPECT_EQ(p.pool_of_node(2), kNoPool);
+  const Decision a = p.choose(512 * K);
+  ASSERT_EQ(a.pool, kFastPool);
+  p.rehome(kFastPool, kSlowPool, 512 * K);  // a fast choice whose extent stayed slow
+  PlacerStats s = p.stats();
+  EXPECT_EQ(s.fast_live_bytes, 0u);
+  EXPECT_EQ(s.slow_live_bytes, 512 * K);
+  const Decision b = p.choose(768 * K, Want::kSlow);
+  ASSERT_EQ(b.pool, kSlowPool);
+  p.rehome(kSlowPool, kFastPool, 768 * K);  // fits
+  const Decision c = p.choose(512 * K, Want::kSlow);
+  p.rehome(c.pool, kFastPool, 512 * K);  // does not fit: counted fast all the same
+  s = p.stats();
+  EXPECT_EQ(s.fast_live_bytes, 1280 * K);
+  EXPECT_EQ(s.slow_live_bytes, 512 * K);
+  EXPECT_EQ(s.binds_rehomed, 3u);
+  EXPECT_EQ(s.binds_over_budget, 1u);
+  p.rehome(kFastPool, kFastPool, 4 * K);  // nothing to do
+  EXPECT_EQ(p.stats().binds_rehomed, 3u);
+  p.release(kSlowPool, 512 * K);
+  p.release(kFastPool, 768 * K);
+  p.release(kFastPool, 512 * K);
+  s = p.stats();
+  EXPECT_EQ(s.fast_live_bytes, 0u);
+  EXPECT_EQ(s.slow_live_bytes, 0u);
+  EXPECT_EQ(s.release_errors, 0u);
+}
+
 TEST(BudgetPlacer, ConstantInitialisable) {
   EXPECT_FALSE(g_placer.enabled());
   ASSERT_TRUE(g_placer.configure(two_nodes({BudgetKind::kBytes, 64 * K, 0})).is_ok());

@@ -17,6 +17,9 @@ namespace sentinel::migrate {
 
 namespace {
 
+// Passes of a failed move's rollback over the pages it moved (each retries busy pages busy_retries times).
+constexpr int kRollbackRounds = 4;
+
 // A move's duration is measured on the program's clock, so that the channel's bandwidth and the
 // phases it is compared with are in one clock (os/measure_clock.h: the emulator's, in the guest).
 uint64_t now_ns() { return os::measure_ns(); }
@@ -188,14 +191,21 @@ void Engine::execute(uint32_t i) {
     // The move failed part way (target full, pages busy or faulting): send what moved back, so the
     // object is whole where it was rather than split across two nodes (its accounting stays "where it
     // was"). Pages that will not go back stay counted as moved.
+    // A page that does not go back at once (busy, or a call that failed) gets more rounds: a split object
+    // is wrong in the books until something moves it again.
     uint64_t still_away = 0;
-    for (size_t off = 0; off < done_pages;) {
-      const size_t n = std::min(config_.chunk_pages, done_pages - off);
-      for (size_t k = 0; k < n; ++k) pages_[k] = reinterpret_cast<void*>(start + (off + k) * page);
-      ChunkOutcome c = move_chunk(pages_.get(), nodes_.get(), status_.get(), n, origin, config_.busy_retries,
-                                  incore_.get());
-      still_away += c.syscall_errno != 0 ? n : c.busy + c.nomem + c.other;
-      off += n;
+    for (int round = 0; round < kRollbackRounds; ++round) {
+      if (round > 0) os::yield_cpu();
+      still_away = 0;
+      for (size_t off = 0; off < done_pages;) {
+        const size_t n = std::min(config_.chunk_pages, done_pages - off);
+        for (size_t k = 0; k < n; ++k) pages_[k] = reinterpret_cast<void*>(start + (off + k) * page);
+        ChunkOutcome c = move_chunk(pages_.get(), nodes_.get(), status_.get(), n, origin, config_.busy_retries,
+                                    incore_.get());
+        still_away += c.syscall_errno != 0 ? n : c.busy + c.nomem + c.other;
+        off += n;
+      }
+      if (still_away == 0) break;
     }
     r.rolled_back = true;
     r.pages_moved = std::min<uint64_t>(r.pages_moved, still_away);

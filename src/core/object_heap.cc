@@ -73,9 +73,11 @@ uint32_t ObjectHeap::pop_list_locked(uint32_t cls, uint8_t pool, int resident, u
   return slot;
 }
 
-uint32_t ObjectHeap::pop_cached_locked(uint32_t cls, uint8_t pool, uint64_t align, bool zero_first) noexcept {
-  for (int k = 0; k < 2; ++k) {
-    const int resident = zero_first ? k : 1 - k;  // [1]: resident pages, [0]: returned
+uint32_t ObjectHeap::pop_cached_locked(uint32_t cls, uint8_t pool, uint64_t align, bool resident_only,
+                                       bool zero_first) noexcept {
+  const int lists = resident_only ? 1 : 2;
+  for (int k = 0; k < lists; ++k) {
+    const int resident = zero_first && !resident_only ? k : 1 - k;  // [1]: resident pages, [0]: returned
     const uint32_t slot = pop_list_locked(cls, pool, resident, align);
     if (slot != kNoSlot) return slot;
   }
@@ -130,11 +132,6 @@ uint32_t ObjectHeap::carve_locked(uint32_t cls, uint64_t align, uintptr_t* start
 uint32_t ObjectHeap::allocate(uint64_t size, uint64_t align, uint8_t pool, bool* zeroed, bool resident_only,
                               bool zero_first, uint8_t* taken_from, bool* taken_resident) noexcept {
   if (taken_from != nullptr) *taken_from = kMaxPools;
-  if (resident_only) {
-    const uint32_t slot = take_resident(size, align, pool, 0);  // its own class only
-    if (slot != kNoSlot) *zeroed = false;
-    return slot;
-  }
   if (size == 0 || size > size_ / 2 || pool >= kMaxPools) return kNoSlot;
   if (align < kPageSize) align = kPageSize;
   if (align > kHugePageSize || (align & (align - 1)) != 0) return kNoSlot;
@@ -147,12 +144,13 @@ uint32_t ObjectHeap::allocate(uint64_t size, uint64_t align, uint8_t pool, bool*
   bool other_pool = false;
   {
     SpinGuard guard(lock_);
-    slot = pop_cached_locked(cls, pool, align, zero_first);
-    if (slot == kNoSlot) {
+    slot = pop_cached_locked(cls, pool, align, resident_only, zero_first);
+    if (slot == kNoSlot && !resident_only) {
       slot = pop_other_pool_locked(cls, pool, align);
       other_pool = slot != kNoSlot;
     }
     if (slot == kNoSlot) {
+      if (resident_only) return kNoSlot;
       slot = carve_locked(cls, align, &start);
       if (slot == kNoSlot) {
         ++stats_.out_of_space;

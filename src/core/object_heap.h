@@ -170,7 +170,7 @@ class ObjectHeap {
   void reset_after_fork_child() noexcept { lock_.reset_after_fork(); }
 
  private:
-  uint32_t pop_cached_locked(uint32_t cls, uint8_t pool, uint64_t align, bool zero_first) noexcept;
+  uint32_t pop_cached_locked(uint32_t cls, uint8_t pool, uint64_t align, bool resident_only, bool zero_first) noexcept;
   uint32_t pop_list_locked(uint32_t cls, uint8_t pool, int resident, uint64_t align) noexcept;
   uint32_t pop_other_pool_locked(uint32_t cls, uint8_t pool, uint64_t align) noexcept;
   // One past the last class from `cls` up whose extents are at most `max_extent_bytes` (`cls` counts).

@@ -4,7 +4,9 @@
 // and its read pass in its backward phase. Before the touches carried the step clock and births were armed
 // by the allocation path, the service thread re-armed every live object at every phase boundary, fell
 // behind, and found the step's buffers already freed: each activation had no traffic at all, and a
-// planner saw nothing to move. The test checks phases and ratios only, never times.
+// planner saw nothing to move. The test checks phases and ratios only, never times: the program waits
+// for the service thread's rearm before each backward read (--sync-arm-ms; without it, 4 of 10 runs
+// here missed most reads when the rearm came late), so how soon that thread runs does not count.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,7 +26,8 @@ constexpr uint64_t kBytes = 4u << 20;
 
 TEST(ActPattern, ActivationsAreWrittenAtBirthAndReadInTheirBackwardPhase) {
   const std::vector<std::string> argv = {ACT_PATTERN, "--steps", "6", "--layers", std::to_string(kLayers), "--kib",
-                                         std::to_string(kBytes >> 10), "--weights", "300"};
+                                         std::to_string(kBytes >> 10), "--weights", "300",
+                                         "--sync-arm-ms", "2000"};
   const RunResult plain = run_program(argv, {});
   RunResult r;
   StepProfile p;

@@ -79,6 +79,7 @@ void add_profiler(Json& j) {
   j[key::kObjectEventsDropped] = prof.events_dropped;
   const auto software = [&prof](uint64_t value) { return prof.software_sampler ? Json(value) : Json(nullptr); };
   j[key::kSamplerFaultsRetried] = software(prof.software.faults_retried);
+  j[key::kSamplerFaultsRepaired] = software(prof.software.faults_repaired);
   j[key::kSamplerFaultsChained] = software(prof.software.faults_chained);
   j[key::kSamplerMprotectFailures] = software(prof.software.mprotect_failures);
   j[key::kSamplerIoUnguarded] = software(prof.software.io_unguarded);

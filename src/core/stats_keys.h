@@ -60,6 +60,9 @@ inline constexpr const char kObjectEventsDropped[] = "object_events_dropped";
 // before it reaches the program), faults handed to the program's disposition, mprotect calls refused, and
 // I/O calls made while every I/O guard was taken (preload/io_calls.h). null without a software sampler.
 inline constexpr const char kSamplerFaultsRetried[] = "sampler_faults_retried";
+// Pages the sampler had protected that a window's restore left protected (a lost restore): made
+// accessible by the handler instead of killing the program.
+inline constexpr const char kSamplerFaultsRepaired[] = "sampler_faults_repaired";
 inline constexpr const char kSamplerFaultsChained[] = "sampler_faults_chained";
 inline constexpr const char kSamplerMprotectFailures[] = "sampler_mprotect_failures";
 inline constexpr const char kSamplerIoUnguarded[] = "sampler_io_unguarded";
@@ -148,7 +151,7 @@ inline constexpr const char kProfileSource[] = "profile_source";
 inline constexpr const char kPlansFromLocalRank0Profile[] = "plans_from_local_rank0_profile";
 inline constexpr const char kMode[] = "mode";
 
-inline constexpr std::array<std::string_view, 128> kAll = {
+inline constexpr std::array<std::string_view, 129> kAll = {
     kPid,
     kRank,
     kForkedChildren,
@@ -196,6 +199,7 @@ inline constexpr std::array<std::string_view, 128> kAll = {
     kProfileRestarts,
     kObjectEventsDropped,
     kSamplerFaultsRetried,
+    kSamplerFaultsRepaired,
     kSamplerFaultsChained,
     kSamplerMprotectFailures,
     kSamplerIoUnguarded,

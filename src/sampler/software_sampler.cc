@@ -96,7 +96,7 @@ bool SoftwareSampler::start(const SoftwareSamplerOptions& options, std::string* 
     zero_counters(*t);
     Stats& st = t->stats;
     for (auto* c : {&st.arms, &st.windows_armed, &st.skipped_small, &st.skipped_range, &st.skipped_capacity,
-                    &st.mprotect_failures, &st.faults_claimed, &st.faults_retried, &st.faults_chained,
+                    &st.mprotect_failures, &st.faults_claimed, &st.faults_retried, &st.faults_repaired, &st.faults_chained,
                     &st.skipped_released, &st.skipped_duplicate, &st.releases_restored, &st.rearms, &st.skipped_io, &st.io_unguarded,
                     &st.windows_rearmed, &st.births_armed, &st.births_skipped}) {
       c->store(0, std::memory_order_relaxed);
@@ -192,8 +192,14 @@ void SoftwareSampler::on_signal(int sig, siginfo_t* info, void* ucontext) {
     errno = saved_errno;
     return;
   }
+  const bool fatal = SegvChain::fault_is_fatal(info);
+  if (t != nullptr && fatal && info->si_code == SEGV_ACCERR &&
+      self->repair_lost_restore(*t, reinterpret_cast<uintptr_t>(info->si_addr))) {
+    errno = saved_errno;
+    return;
+  }
   if (t != nullptr) t->stats.faults_chained.fetch_add(1, std::memory_order_relaxed);
-  if (SegvChain::fault_is_fatal(info)) note_fatal_fault(t, info, ucontext);
+  if (fatal) note_fatal_fault(t, info, ucontext);
   SegvChain::deliver(sig, info, ucontext);
   errno = saved_errno;
 }
@@ -328,6 +334,7 @@ SoftwareSamplerStats SoftwareSampler::stats() const {
   out.mprotect_failures = s.mprotect_failures.load();
   out.faults_claimed = s.faults_claimed.load();
   out.faults_retried = s.faults_retried.load();
+  out.faults_repaired = s.faults_repaired.load();
   out.faults_chained = s.faults_chained.load();
   out.skipped_released = s.skipped_released.load();
   out.skipped_io = s.skipped_io.load();

@@ -145,6 +145,7 @@ struct SoftwareSamplerStats {
   uint64_t mprotect_failures = 0; // mprotect(PROT_NONE) refused (e.g. ENOMEM: VMA limit)
   uint64_t faults_claimed = 0;    // faults that were the sampler's
   uint64_t faults_retried = 0;    // unattributed faults retried once
+  uint64_t faults_repaired = 0;   // pages found protected in a window already restored: made accessible
   uint64_t faults_chained = 0;    // faults handed to the program's disposition
   uint64_t skipped_released = 0;  // regions released after their ticket was read: not armed
   uint64_t skipped_io = 0;        // windows not armed (or rearmed) because a program's I/O call used them
@@ -244,6 +245,7 @@ class SoftwareSampler {
   // One line on stderr (write(2), async-signal-safe) about a fault that is about to kill the program.
   static void note_fatal_fault(const Tables* t, const siginfo_t* info, const void* ucontext);
   bool claim(Tables& t, uintptr_t addr, void* ucontext);
+  bool repair_lost_restore(Tables& t, uintptr_t addr);
   void restore_window(Tables& t, Window& w, bool count_as_touch);
   void disarm_locked(Tables& t);
   // Publishes entry `index` (free) for the region and protects its window; false (entry free again) when

@@ -59,7 +59,7 @@ struct SlotState {
 
 struct Stats {
   std::atomic<uint64_t> arms{0}, windows_armed{0}, armed_now{0}, skipped_small{0}, skipped_range{0},
-      skipped_capacity{0}, mprotect_failures{0}, faults_claimed{0}, faults_retried{0}, faults_chained{0},
+      skipped_capacity{0}, mprotect_failures{0}, faults_claimed{0}, faults_retried{0}, faults_repaired{0}, faults_chained{0},
       skipped_released{0}, skipped_duplicate{0}, releases_restored{0}, rearms{0}, windows_rearmed{0},
       skipped_io{0}, io_unguarded{0};
   std::atomic<uint32_t> high_water{0};  // owner entries [0, high_water) may be in use

@@ -32,8 +32,7 @@ bool fault_was_write(void* ucontext) {
 
 }  // namespace
 
-// Async-signal-safe. Returns true if the faulting access should simply be retried.
-// A fault no armed window claimed (after its retry) that would kill the program. If a window of the
+// Async-signal-safe, like claim(). A fault no armed window claimed (after its retry) that would kill the program. If a window of the
 // sampler (in use or not: a freed entry keeps the range it last covered) holds the address, the page is
 // one the sampler protected and a restore of it was lost: a vit_b_16 managed dry run died of such a
 // fault, in a restored window (state 4) whose page was still protected; the cause is not found
@@ -53,6 +52,7 @@ bool SoftwareSampler::repair_lost_restore(Tables& t, uintptr_t addr) {
   return false;
 }
 
+// Async-signal-safe. Returns true if the faulting access should simply be retried.
 bool SoftwareSampler::claim(Tables& t, uintptr_t addr, void* ucontext) {
   Stats& st = t.stats;
   const uint64_t epoch = st.epoch.load(std::memory_order_acquire);

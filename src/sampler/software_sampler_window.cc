@@ -32,13 +32,13 @@ bool fault_was_write(void* ucontext) {
 
 }  // namespace
 
-// Async-signal-safe, like claim(). A fault no armed window claimed (after its retry) that would kill the program. If a window of the
-// sampler (in use or not: a freed entry keeps the range it last covered) holds the address, the page is
-// one the sampler protected and a restore of it was lost: a vit_b_16 managed dry run died of such a
-// fault, in a restored window (state 4) whose page was still protected; the cause is not found
-// (docs/profiler.md). The page is made accessible and the access runs again, counted. Only when the
-// fault would be fatal: a program with its own SIGSEGV handler may have protected the page itself and
-// gets the fault, as before.
+// Async-signal-safe, like claim(). A fault no armed window claimed (after its retry) that would kill the
+// program. If a window of the sampler (in use or not: a freed entry keeps the range it last covered) holds
+// the address, the page is one the sampler protected and a restore of it was lost: a vit_b_16 managed dry
+// run died of such a fault, in a restored window (state 4) whose page was still protected; the cause is not
+// found (docs/profiler.md). The page is made accessible and the access runs again, counted. Only when the
+// fault would be fatal: a program with its own SIGSEGV handler may have protected the page itself and gets
+// the fault, as before.
 bool SoftwareSampler::repair_lost_restore(Tables& t, uintptr_t addr) {
   const uint32_t n = t.entries();
   for (uint32_t i = 0; i < n; ++i) {

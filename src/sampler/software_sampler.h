@@ -142,7 +142,7 @@ struct SoftwareSamplerStats {
   uint64_t skipped_small = 0;     // regions without a whole page inside
   uint64_t skipped_range = 0;     // slot or phase out of range
   uint64_t skipped_capacity = 0;  // table full (max_windows)
-  uint64_t mprotect_failures = 0; // mprotect(PROT_NONE) refused (e.g. ENOMEM: VMA limit)
+  uint64_t mprotect_failures = 0; // mprotect refused, protecting or restoring (e.g. ENOMEM: VMA limit)
   uint64_t faults_claimed = 0;    // faults that were the sampler's
   uint64_t faults_retried = 0;    // unattributed faults retried once
   uint64_t faults_repaired = 0;   // pages found protected in a window already restored: made accessible

@@ -45,7 +45,10 @@ bool SoftwareSampler::repair_lost_restore(Tables& t, uintptr_t addr) {
     const Window& w = t.windows[i];
     if (addr < w.start.load(std::memory_order_relaxed) || addr >= w.end.load(std::memory_order_relaxed)) continue;
     const uintptr_t page = addr / page_ * page_;
-    if (make_accessible(page, page + page_) != 0) return false;
+    if (make_accessible(page, page + page_) != 0) {
+      t.stats.mprotect_failures.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
     t.stats.faults_repaired.fetch_add(1, std::memory_order_relaxed);
     return true;
   }
@@ -75,6 +78,7 @@ bool SoftwareSampler::claim(Tables& t, uintptr_t addr, void* ucontext) {
       // A read leaves the window protected against writes, so that a write in the same cycle counts.
       const bool read_only = !write && t.opt.watch_writes_after_reads;
       if ((read_only ? make_read_only(start, end) : make_accessible(start, end)) != 0) {
+        st.mprotect_failures.fetch_add(1, std::memory_order_relaxed);
         // Cannot restore (should not happen: restoring never needs a new VMA). Retrying would
         // loop forever, so the fault goes to the program. The window stays armed.
         w.word.store(next_word(next_word(word, kRestoring), kArmed), std::memory_order_release);
@@ -95,6 +99,7 @@ bool SoftwareSampler::claim(Tables& t, uintptr_t addr, void* ucontext) {
       if (!write) return true;
       if (w.word.compare_exchange_strong(word, next_word(word, kRestoring), std::memory_order_acq_rel)) {
         if (make_accessible(start, end) != 0) {
+          st.mprotect_failures.fetch_add(1, std::memory_order_relaxed);
           w.word.store(next_word(next_word(word, kRestoring), kReadOnly), std::memory_order_release);
           return false;
         }
@@ -130,7 +135,11 @@ void SoftwareSampler::restore_window(Tables& t, Window& w, bool count_as_touch) 
     if (s == kFree || s == kRestored) return;
     if ((s == kArmed || s == kReadOnly) &&
         w.word.compare_exchange_weak(word, next_word(word, kRestoring), std::memory_order_acq_rel)) {
-      make_accessible(w.start.load(std::memory_order_relaxed), w.end.load(std::memory_order_relaxed));
+      // A refused restore leaves the pages protected under a restored state: counted, so that a fault
+      // on them later (repaired or fatal) can be told from a lost restore of another kind.
+      if (make_accessible(w.start.load(std::memory_order_relaxed), w.end.load(std::memory_order_relaxed)) != 0) {
+        t.stats.mprotect_failures.fetch_add(1, std::memory_order_relaxed);
+      }
       if (count_as_touch) (s == kArmed ? count_touch(t, w, true) : count_dirtied(t, w));
       t.stats.armed_now.fetch_sub(1, std::memory_order_relaxed);
       w.word.store(next_word(next_word(word, kRestoring), kRestored), std::memory_order_release);
@@ -172,11 +181,11 @@ void SoftwareSampler::release(uint32_t slot) {
       continue;
     }
     if (s == kRestoring) {  // a fault or the owner restores it; make sure before the memory is reused
-      make_accessible(start, end);
+      if (make_accessible(start, end) != 0) t->stats.mprotect_failures.fetch_add(1, std::memory_order_relaxed);
       return;
     }
     if (w.word.compare_exchange_strong(word, next_word(word, kRestoring), std::memory_order_acq_rel)) {
-      make_accessible(start, end);
+      if (make_accessible(start, end) != 0) t->stats.mprotect_failures.fetch_add(1, std::memory_order_relaxed);
       t->stats.armed_now.fetch_sub(1, std::memory_order_relaxed);
       t->stats.releases_restored.fetch_add(1, std::memory_order_relaxed);
       w.word.store(next_word(next_word(word, kRestoring), kRestored), std::memory_order_release);

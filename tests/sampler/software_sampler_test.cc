@@ -583,7 +583,7 @@ TEST(SoftwareSamplerDeathTest, OnlyTheWindowsPagesAreRepairedAndOnlyWhenTheFault
 
 // A fatal fault in pages a window covered names the window: where Sentinel's protection may be involved,
 // the line says so. Fatal here because the repair above is refused (the OS layer's mprotect fails once
-// the program has protected the pages itself).
+// the program has protected the pages itself), and the refusal is counted in the line.
 int mprotect_refused(void*, size_t, int) {
   errno = ENOMEM;
   return -1;
@@ -608,7 +608,7 @@ TEST(SoftwareSamplerDeathTest, FatalFaultInAWindowsPagesNamesTheWindow) {
       },
       ::testing::KilledBySignal(SIGSEGV),
       "sentinel: SIGSEGV \\(protection fault\\) at 0x[0-9a-f]+, instruction at [^;]*; the address is in "
-      "software-sampler window 0 of 1 in use \\(state 4, object slot 0, 0 armed, 0 mprotect failures\\)");
+      "software-sampler window 0 of 1 in use \\(state 4, object slot 0, 0 armed, 1 mprotect failures\\)");
 }
 
 // A fault on an armed window whose signal the kernel delivers only after the owner has disarmed and stopped

@@ -23,52 +23,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
+
+#include "maps_protection.h"
 
 /* noinline: one call site per kind of buffer. */
 __attribute__((noinline)) static uint8_t* new_activation(size_t bytes) { return malloc(bytes); }
 __attribute__((noinline)) static uint8_t* new_gradient(size_t bytes) { return malloc(bytes); }
 __attribute__((noinline)) static uint8_t* new_weight(size_t bytes) { return malloc(bytes); }
-
-/* Whether a page of [lo, hi), or with lo == hi of any of the n weights, is PROT_NONE (---p) in
- * /proc/self/maps: a window the sampler has protected. */
-static int any_protected(uintptr_t lo, uintptr_t hi, uint8_t* const* w, int n, size_t w_bytes) {
-  static char line[4096]; /* static: no large allocation while sampling */
-  FILE* f = fopen("/proc/self/maps", "r");
-  if (f == NULL) return 0;
-  int found = 0;
-  while (!found && fgets(line, sizeof line, f) != NULL) {
-    unsigned long a, b;
-    char perms[5] = {0};
-    if (sscanf(line, "%lx-%lx %4s", &a, &b, perms) != 3 || strcmp(perms, "---p") != 0) continue;
-    if (lo != hi) {
-      found = a < hi && lo < b;
-      continue;
-    }
-    for (int k = 0; k < n && !found; ++k) {
-      const uintptr_t x = (uintptr_t)w[k];
-      found = a < x + w_bytes && x < b;
-    }
-  }
-  fclose(f);
-  return found;
-}
-
-static uint64_t now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
-/* Waits while the activation has no protected page and some weight has one (sampling runs). */
-static void wait_for_rearm(const uint8_t* p, size_t bytes, uint8_t* const* w, int n, size_t w_bytes, int max_ms) {
-  const uint64_t end = now_us() + (uint64_t)max_ms * 1000u;
-  const uintptr_t lo = (uintptr_t)p;
-  while (!any_protected(lo, lo + bytes, w, n, w_bytes) && any_protected(0, 0, w, n, w_bytes) && now_us() < end) {
-    usleep(50);
-  }
-}
 
 static uint64_t read_pass(const uint8_t* p, size_t bytes) {
   uint64_t sum = 0;
@@ -89,22 +50,31 @@ int main(int argc, char** argv) {
   if (layers < 1 || layers > 64 || weights < 0 || weights > 4096) return 2;
   const size_t bytes = kib << 10;
   uint8_t* w[4096];
+  uintptr_t w_lo[4096], w_hi[4096]; /* the weights' windows stay protected while sampling runs */
   for (int k = 0; k < weights; ++k) {
     w[k] = new_weight(64 << 10);
     memset(w[k], k, 64 << 10);
+    w_lo[k] = (uintptr_t)w[k];
+    w_hi[k] = w_lo[k] + (64 << 10);
   }
   void (*step_begin)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "sentinel_step_begin");
   uint64_t checksum = 0;
   uint8_t* act[64];
+  int armed_at_birth[64] = {0};
   for (int s = 0; s < steps; ++s) {
     if (step_begin != NULL) step_begin();
     for (int l = 0; l < layers; ++l) {
       act[l] = new_activation(bytes);
+      /* The allocation path arms a birth's window before returning it, or not at all (outside the profile). */
+      if (sync_arm_ms > 0) {
+        const uintptr_t lo = (uintptr_t)act[l], hi = lo + bytes;
+        armed_at_birth[l] = any_range_protected(&lo, &hi, 1);
+      }
       memset(act[l], s + l, bytes);
     }
     for (int l = layers - 1; l >= 0; --l) {
       uint8_t* grad = new_gradient(bytes);
-      if (sync_arm_ms > 0) wait_for_rearm(act[l], bytes, w, weights, 64 << 10, sync_arm_ms);
+      if (armed_at_birth[l]) wait_for_window(act[l], bytes, w_lo, w_hi, weights, sync_arm_ms);
       checksum += read_pass(act[l], bytes);
       memset(grad, l, bytes);
       checksum += grad[bytes - 1];

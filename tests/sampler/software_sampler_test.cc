@@ -520,6 +520,15 @@ TEST(SoftwareSamplerDeathTest, ForeignFaultWithDefaultDispositionKills) {
       "software-sampler window \\(0 armed\\); the program's default action follows");
 }
 
+// Arms a window on `r` of `m`, lets a write claim it (the window is restored), then protects all of `m`
+// again: a restore lost, as the sampler's handler finds it.
+void lose_a_restore(SoftwareSampler& s, const Mapping& m, const SampleRegion& r) {
+  write_all(m.base, m.len, 1);
+  s.arm({r}, 0);
+  write_all(m.base, m.len, 2);  // claimed: the window is restored
+  mprotect(m.base, m.len, PROT_NONE);
+}
+
 // A page a window covered, found protected although the window was restored (a lost restore: a vit_b_16
 // managed dry run died of one), is made accessible by the handler and the access runs again, counted,
 // when the fault would otherwise kill the program. Here the lost restore is made by protecting the pages
@@ -531,10 +540,7 @@ TEST(SoftwareSamplerDeathTest, ALostRestoreIsRepairedNotFatal) {
         SoftwareSampler s;
         if (!s.start({}, nullptr)) _exit(5);
         static Mapping mine(1);
-        write_all(mine.base, mine.len, 1);
-        s.arm({region_of(mine, 0)}, 0);
-        write_all(mine.base, mine.len, 2);  // claimed: the window is restored
-        mprotect(mine.base, mine.len, PROT_NONE);
+        lose_a_restore(s, mine, region_of(mine, 0));
         write_all(mine.base, mine.len, 3);  // the window's page: repaired
         if (s.stats().faults_repaired != 1) _exit(7);
         if (s.stats().faults_chained != 0) _exit(8);
@@ -556,12 +562,9 @@ TEST(SoftwareSamplerDeathTest, OnlyTheWindowsPagesAreRepairedAndOnlyWhenTheFault
         SoftwareSampler s;
         if (!s.start({}, nullptr)) _exit(5);
         static Mapping mine(2);
-        write_all(mine.base, mine.len, 1);
         SampleRegion r = region_of(mine, 0);
         r.len = 4096;  // the window can only be on the first page
-        s.arm({r}, 0);
-        write_all(mine.base, mine.len, 2);
-        mprotect(mine.base, mine.len, PROT_NONE);
+        lose_a_restore(s, mine, r);
         reinterpret_cast<volatile char*>(mine.base)[4096] = 3;  // not in any window
         _exit(6);
       },
@@ -571,10 +574,7 @@ TEST(SoftwareSamplerDeathTest, OnlyTheWindowsPagesAreRepairedAndOnlyWhenTheFault
         SoftwareSampler s;
         start_with_program_plain_handler(s);
         static Mapping mine(2);
-        write_all(mine.base, mine.len, 1);
-        s.arm({region_of(mine, 0)}, 0);
-        write_all(mine.base, mine.len, 2);
-        mprotect(mine.base, mine.len, PROT_NONE);
+        lose_a_restore(s, mine, region_of(mine, 0));
         write_all(mine.base, mine.len, 3);
         _exit(6);
       },
@@ -596,10 +596,7 @@ TEST(SoftwareSamplerDeathTest, FatalFaultInAWindowsPagesNamesTheWindow) {
         SoftwareSampler s;
         if (!s.start({}, nullptr)) _exit(5);
         static Mapping mine(2);
-        write_all(mine.base, mine.len, 1);
-        s.arm({region_of(mine, 0)}, 0);
-        write_all(mine.base, mine.len, 2);  // claimed: the window is restored
-        mprotect(mine.base, mine.len, PROT_NONE);
+        lose_a_restore(s, mine, region_of(mine, 0));
         static os::Calls calls = os::kernel();
         calls.mprotect = mprotect_refused;
         os::install(&calls);

@@ -113,9 +113,14 @@ def check_model(opts, arch, tmp):
             row["failures"].append(f"{stats['managed_steps']} managed steps of the {expected} after planning")
     # The memory Sentinel holds: managed mode has two pools whose caches must not keep extents the other one
     # needs (object_heap.h), so it carves about what track mode carves (moves may delay a recycle a little).
+    # A fast birth may also take a parked extent of a larger class, up to 2x (preload/runtime.cc,
+    # kParkedFitFactor): that class then carves for its own next birth. densenet121 at 64 px carved 345-355
+    # MiB managed against 320 MiB in track mode with it (+8-11%, 3 runs); the cross-pool fault this check was
+    # written for carved +29% (docs/placement.md), and peak RSS stays within plain + 5%
+    # (bench/manage/zoo_overhead.py, docs/benchmarks.md).
     if "track" in carved and "managed" in carved:
         row["carved_mb"] = {m: round(b / 2**20, 1) for m, b in carved.items()}
-        if carved["managed"] > carved["track"] * 1.05 + (8 << 20):
+        if carved["managed"] > carved["track"] * 1.15 + (8 << 20):
             row["failures"].append(f"managed mode carved {carved['managed'] >> 20} MiB of extents, track mode "
                                    f"{carved['track'] >> 20} MiB")
     return row

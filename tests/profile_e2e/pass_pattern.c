@@ -4,11 +4,7 @@
  * rest reads; the last buffer is never touched), and frees them. Each pass over 8 MiB misses in any
  * cache smaller than that. Steps are marked with sentinel_step_begin() when the library is preloaded.
  *
- *   pass_pattern [--steps N] [--mib M] [--sync-arm-ms M]
- *
- * --sync-arm-ms M: before each read pass, wait (up to M ms) until the sampler has protected the buffer's
- * window again (the service thread's rearm), while the untouched fifth buffer's window is protected
- * (sampling runs). Without it, on a loaded machine two passes can fall between two rearms and count as one.
+ *   pass_pattern [--steps N] [--mib M]
  *
  * stdout: one checksum line at the end, the same with or without Sentinel. */
 #include <dlfcn.h>
@@ -16,8 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "maps_protection.h"
 
 static const int kPasses[5] = {8, 4, 2, 1, 0};
 
@@ -31,12 +25,11 @@ static uint64_t read_pass(const uint8_t* p, size_t bytes) {
 }
 
 int main(int argc, char** argv) {
-  int steps = 8, sync_arm_ms = 0;
+  int steps = 8;
   size_t mib = 8;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (strcmp(argv[i], "--steps") == 0) steps = atoi(argv[i + 1]);
     else if (strcmp(argv[i], "--mib") == 0) mib = (size_t)atoi(argv[i + 1]);
-    else if (strcmp(argv[i], "--sync-arm-ms") == 0) sync_arm_ms = atoi(argv[i + 1]);
   }
   const size_t bytes = mib << 20;
   void (*step_begin)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "sentinel_step_begin");
@@ -44,21 +37,11 @@ int main(int argc, char** argv) {
   for (int s = 0; s < steps; ++s) {
     if (step_begin != NULL) step_begin();
     uint8_t* buf[5];
-    int armed_at_birth[5] = {0};
-    for (int b = 0; b < 5; ++b) {
-      buf[b] = new_buffer(bytes);
-      /* The allocation path arms a birth's window before returning it, or not at all (outside the profile). */
-      const uintptr_t lo = (uintptr_t)buf[b], hi = lo + bytes;
-      if (sync_arm_ms > 0) armed_at_birth[b] = any_range_protected(&lo, &hi, 1);
-    }
+    for (int b = 0; b < 5; ++b) buf[b] = new_buffer(bytes);
     for (int b = 0; b < 5; ++b) {
       if (kPasses[b] == 0) continue;
       memset(buf[b], s + b, bytes);
-      const uintptr_t idle_lo = (uintptr_t)buf[4], idle_hi = idle_lo + bytes;
-      for (int pass = 1; pass < kPasses[b]; ++pass) {
-        if (armed_at_birth[b]) wait_for_window(buf[b], bytes, &idle_lo, &idle_hi, 1, sync_arm_ms);
-        checksum += read_pass(buf[b], bytes);
-      }
+      for (int pass = 1; pass < kPasses[b]; ++pass) checksum += read_pass(buf[b], bytes);
     }
     for (int b = 0; b < 5; ++b) free(buf[b]);
   }

@@ -50,9 +50,12 @@ void update_peak_impl(uint64_t live) noexcept {
   uint64_t peak = g_state.counters.peak_live_bytes.load(std::memory_order_relaxed);
   while (live > peak) {
     if (g_state.counters.peak_live_bytes.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
-      // Keep up to one peak's worth of freed extents resident: a training step frees and re-allocates
-      // about that much every step, and re-faulting it each step would cost more than it saves.
-      g_state.heap.set_cache_limit(live > kMinCacheBytes ? live : kMinCacheBytes);
+      // The heap may stay resident up to the peak plus one more peak's worth (at least kMinCacheBytes): a
+      // training step frees and re-allocates about a peak every step, and re-faulting it each step costs
+      // more than it saves. That is the bound a cache of one peak gave at the peak; bounding the whole heap
+      // instead keeps what a step reuses when its live set falls far below the peak (densenet121 dropped
+      // and faulted in ~0.3 GB per step under the cache-only limit: docs/benchmarks.md).
+      g_state.heap.set_resident_limit(live + (live > kMinCacheBytes ? live : kMinCacheBytes));
       return;
     }
   }
@@ -142,14 +145,13 @@ uint32_t place_extent(State& s, const ObjectRequest& q, uint64_t request, place:
                       bool* fresh_zero) noexcept {
   const uint64_t extent = place::extent_bytes_for(request);
   const bool parking = s.placer.parks_freed_extents(place::kFastPool);
-  // (The hint skips the heap's lock when no parked extent of the class exists: a miss took it twice.)
   // A parked fast extent of this class, or of a larger one up to twice its size: its pages are resident
   // and its bytes already in the budget. With its own class only, a full budget dropped one class's
   // parked pages to fault another's in, every step (docs/results.md, "Not done here": cnn-act 1,649
   // minor faults per managed step at 20%, 934 with the larger classes, and fewer births sent slow).
   const uint64_t parked_fit = kParkedFitFactor * extent;
-  if (parking && want != place::Want::kSlow && !q.zero_first &&
-      s.heap.has_resident_cached(request, place::kFastPool, parked_fit)) {
+  if (parking && want != place::Want::kSlow && !q.zero_first) {
+    // (A miss looks at the cache lists without the heap's lock.)
     const uint32_t slot = s.heap.take_resident(request, q.align, place::kFastPool, parked_fit);
     if (slot != kNoSlot) {
       *fresh_zero = false;
@@ -165,7 +167,7 @@ uint32_t place_extent(State& s, const ObjectRequest& q, uint64_t request, place:
   uint8_t taken_from = kMaxPools;
   bool taken_resident = false;
   const uint32_t slot =
-      s.heap.allocate(request, q.align, d->pool, fresh_zero, false, q.zero_first, &taken_from, &taken_resident);
+      s.heap.allocate(request, q.align, d->pool, fresh_zero, q.zero_first, &taken_from, &taken_resident);
   if (slot == kNoSlot) {
     s.placer.release(d->pool, extent);
     return kNoSlot;

@@ -73,11 +73,9 @@ uint32_t ObjectHeap::pop_list_locked(uint32_t cls, uint8_t pool, int resident, u
   return slot;
 }
 
-uint32_t ObjectHeap::pop_cached_locked(uint32_t cls, uint8_t pool, uint64_t align, bool resident_only,
-                                       bool zero_first) noexcept {
-  const int lists = resident_only ? 1 : 2;
-  for (int k = 0; k < lists; ++k) {
-    const int resident = zero_first && !resident_only ? k : 1 - k;  // [1]: resident pages, [0]: returned
+uint32_t ObjectHeap::pop_cached_locked(uint32_t cls, uint8_t pool, uint64_t align, bool zero_first) noexcept {
+  for (int k = 0; k < 2; ++k) {
+    const int resident = zero_first ? k : 1 - k;  // [1]: resident pages, [0]: returned
     const uint32_t slot = pop_list_locked(cls, pool, resident, align);
     if (slot != kNoSlot) return slot;
   }
@@ -103,7 +101,7 @@ void ObjectHeap::push_cached_locked(uint32_t slot) noexcept {
   ObjectRecord& r = records_[slot];
   uint32_t& head = cache_head_[r.size_class][r.pool.load(std::memory_order_relaxed)][r.resident ? 1 : 0];
   r.next_cached = head == 0 ? kNoSlot : head - 1;
-  __atomic_store_n(&head, slot + 1, __ATOMIC_RELAXED);  // has_resident_cached() peeks without the lock
+  __atomic_store_n(&head, slot + 1, __ATOMIC_RELAXED);  // take_resident() peeks without the lock
   stats_.cached_bytes += r.extent_bytes;
   if (r.resident) stats_.cached_resident_bytes += r.extent_bytes;
 }
@@ -129,28 +127,31 @@ uint32_t ObjectHeap::carve_locked(uint32_t cls, uint64_t align, uintptr_t* start
   return slot;
 }
 
-uint32_t ObjectHeap::allocate(uint64_t size, uint64_t align, uint8_t pool, bool* zeroed, bool resident_only,
-                              bool zero_first, uint8_t* taken_from, bool* taken_resident) noexcept {
-  if (taken_from != nullptr) *taken_from = kMaxPools;
-  if (size == 0 || size > size_ / 2 || pool >= kMaxPools) return kNoSlot;
-  if (align < kPageSize) align = kPageSize;
-  if (align > kHugePageSize || (align & (align - 1)) != 0) return kNoSlot;
-  const uint32_t cls = size_class_of_pages(pages_for(size));
-  if (cls >= kNumSizeClasses) return kNoSlot;
+bool ObjectHeap::request_class(uint64_t size, uint64_t* align, uint8_t pool, uint32_t* cls) const noexcept {
+  if (size == 0 || size > size_ / 2 || pool >= kMaxPools) return false;
+  if (*align < kPageSize) *align = kPageSize;
+  if (*align > kHugePageSize || (*align & (*align - 1)) != 0) return false;
+  *cls = size_class_of_pages(pages_for(size));
+  return *cls < kNumSizeClasses;
+}
 
+uint32_t ObjectHeap::allocate(uint64_t size, uint64_t align, uint8_t pool, bool* zeroed, bool zero_first,
+                              uint8_t* taken_from, bool* taken_resident) noexcept {
+  if (taken_from != nullptr) *taken_from = kMaxPools;
+  uint32_t cls;
+  if (!request_class(size, &align, pool, &cls)) return kNoSlot;
   uint32_t slot;
   uintptr_t start = 0;
   bool fresh = false;
   bool other_pool = false;
   {
     SpinGuard guard(lock_);
-    slot = pop_cached_locked(cls, pool, align, resident_only, zero_first);
-    if (slot == kNoSlot && !resident_only) {
+    slot = pop_cached_locked(cls, pool, align, zero_first);
+    if (slot == kNoSlot) {
       slot = pop_other_pool_locked(cls, pool, align);
       other_pool = slot != kNoSlot;
     }
     if (slot == kNoSlot) {
-      if (resident_only) return kNoSlot;
       slot = carve_locked(cls, align, &start);
       if (slot == kNoSlot) {
         ++stats_.out_of_space;
@@ -210,12 +211,14 @@ uint32_t ObjectHeap::classes_end(uint32_t cls, uint64_t max_extent_bytes) noexce
 }
 
 uint32_t ObjectHeap::take_resident(uint64_t size, uint64_t align, uint8_t pool, uint64_t max_extent_bytes) noexcept {
-  if (size == 0 || size > size_ / 2 || pool >= kMaxPools) return kNoSlot;
-  if (align < kPageSize) align = kPageSize;
-  if (align > kHugePageSize || (align & (align - 1)) != 0) return kNoSlot;
-  const uint32_t cls = size_class_of_pages(pages_for(size));
-  if (cls >= kNumSizeClasses) return kNoSlot;
+  uint32_t cls;
+  if (!request_class(size, &align, pool, &cls)) return kNoSlot;
   const uint32_t end = classes_end(cls, max_extent_bytes);
+  // Peek without the lock first (a head is published with an atomic store, push_cached_locked): most
+  // births of a step find no resident extent, and a miss should not cost a lock round trip.
+  bool any = false;
+  for (uint32_t c = cls; c < end && !any; ++c) any = __atomic_load_n(&cache_head_[c][pool][1], __ATOMIC_RELAXED) != 0;
+  if (!any) return kNoSlot;
   uint32_t slot = kNoSlot;
   {
     SpinGuard guard(lock_);
@@ -243,7 +246,8 @@ bool ObjectHeap::release(uint32_t slot, bool drop_pages) noexcept {
   if (!drop_pages) {
     // One lock round trip when nothing is trimmed (the common case): the extent goes straight to the cache.
     SpinGuard guard(lock_);
-    const bool over = stats_.cached_resident_bytes + r.extent_bytes > cache_limit_.load(std::memory_order_relaxed);
+    // The extent still counts as live here, so caching it resident would not change resident_bytes().
+    const bool over = stats_.resident_bytes() > resident_limit_.load(std::memory_order_relaxed);
     if (!over || !r.resident) {
       if (over) ++stats_.extents_trimmed;  // over the limit, but its pages were returned already
       push_cached_locked(slot);
@@ -259,17 +263,6 @@ bool ObjectHeap::release(uint32_t slot, bool drop_pages) noexcept {
   if (!r.resident) ++stats_.extents_trimmed;
   push_cached_locked(slot);
   return r.resident;
-}
-
-bool ObjectHeap::has_resident_cached(uint64_t size, uint8_t pool, uint64_t max_extent_bytes) const noexcept {
-  if (size == 0 || size > size_ / 2 || pool >= kMaxPools) return false;
-  const uint32_t cls = size_class_of_pages(pages_for(size));
-  if (cls >= kNumSizeClasses) return false;
-  const uint32_t end = classes_end(cls, max_extent_bytes);
-  for (uint32_t c = cls; c < end; ++c) {
-    if (__atomic_load_n(&cache_head_[c][pool][1], __ATOMIC_RELAXED) != 0) return true;
-  }
-  return false;
 }
 
 uint64_t ObjectHeap::trim_cached(uint8_t pool, uint64_t bytes) noexcept {

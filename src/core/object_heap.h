@@ -11,8 +11,11 @@
 // the class does an allocation take one cached by another pool, with that extent's pages returned first,
 // before it carves a new one: moves change an extent's pool, so without this one pool's cache fills with
 // extents that only the other pool's births could use while the other carves (resident bytes and records
-// grew every managed step). When the resident bytes in the cache
-// pass a limit, further freed extents are returned to the kernel with MADV_DONTNEED before caching.
+// grew every managed step). While the heap's resident bytes (its live extents and the cached extents whose
+// pages are kept) are above a limit, freed extents are returned to the kernel with MADV_DONTNEED before
+// caching. The limit is on the whole heap, not on the cache alone: a free never adds resident bytes, so
+// keeping a freed extent costs memory only when the live set grows again without reusing it, and a step
+// whose live set falls far below its peak does not drop (and fault in again) what it will reuse.
 // Each (size class, pool) keeps two lists, extents whose pages are resident and extents whose pages were
 // returned: allocation takes a resident one first (no page faults), and trim_cached() can return a
 // pool's resident pages without walking past returned ones.
@@ -94,6 +97,8 @@ struct HeapStats {
   uint64_t carved_bytes = 0;
   uint64_t cached_bytes = 0;
   uint64_t cached_resident_bytes = 0;
+  // Live extents count as resident (their pages are the object's); cached ones as `resident` says.
+  uint64_t resident_bytes() const noexcept { return carved_bytes - cached_bytes + cached_resident_bytes; }
   uint64_t out_of_space = 0;  // allocations refused because the range or the table was full
 };
 
@@ -118,25 +123,19 @@ class ObjectHeap {
   // (a power of two, at most 2 MiB), taken from `pool`'s cache when possible; kNoSlot when full.
   // The record's state is kLive and its object fields are reset; the caller fills them in. *zeroed tells
   // whether the extent is known to read as zeros (never used, or returned to the kernel since).
-  // With `resident_only` it takes only a cached extent whose pages are resident and never carves; with
-  // `zero_first` (calloc) it takes a cached extent whose pages were returned (reads as zeros) before a
-  // resident one. Without `resident_only`, when `pool` has no extent of the class but another pool does,
-  // that extent is taken (a returned one before a resident one), its pages returned to the kernel, and it
-  // joins `pool`; *taken_from (when given) is then set to the pool it came from and *taken_resident to
-  // whether its pages were resident (a parked fast extent's bytes must leave the budget); otherwise
-  // *taken_from is kMaxPools. The caller binds the extent to its new pool's node before first touch.
-  uint32_t allocate(uint64_t size, uint64_t align, uint8_t pool, bool* zeroed, bool resident_only = false,
-                    bool zero_first = false, uint8_t* taken_from = nullptr, bool* taken_resident = nullptr) noexcept;
+  // With `zero_first` (calloc) it takes a cached extent whose pages were returned (reads as zeros) before a
+  // resident one. When `pool` has no extent of the class but another pool does, that extent is taken (a
+  // returned one before a resident one), its pages returned to the kernel, and it joins `pool`;
+  // *taken_from (when given) is then set to the pool it came from and *taken_resident to whether its
+  // pages were resident (a parked fast extent's bytes must leave the budget); otherwise *taken_from is
+  // kMaxPools. The caller binds the extent to its new pool's node before first touch.
+  uint32_t allocate(uint64_t size, uint64_t align, uint8_t pool, bool* zeroed, bool zero_first = false,
+                    uint8_t* taken_from = nullptr, bool* taken_resident = nullptr) noexcept;
 
-  // Whether `pool` has a cached extent with resident pages for a request of `size` bytes: a hint, read
-  // without the lock (another thread may take it first), so a caller can skip a resident_only allocate()
-  // or a take_resident() that would miss. With `max_extent_bytes` above the request's class, larger
-  // classes up to that size count too.
-  bool has_resident_cached(uint64_t size, uint8_t pool, uint64_t max_extent_bytes = 0) const noexcept;
   // A cached extent of `pool` with resident pages for `size` bytes: of the request's class, or failing
   // that of the smallest larger class whose extents are at most `max_extent_bytes` (reusing resident
   // pages is cheaper than faulting the request's own class in). Never carves; the extent keeps its
-  // class. kNoSlot when there is none.
+  // class. kNoSlot when there is none; a miss looks at the lists' heads without taking the lock.
   uint32_t take_resident(uint64_t size, uint64_t align, uint8_t pool, uint64_t max_extent_bytes) noexcept;
 
   // The slot whose extent starts exactly at p, or kNoSlot (interior or foreign pointer).
@@ -158,8 +157,9 @@ class ObjectHeap {
   const ObjectRecord& record(uint32_t slot) const noexcept { return records_[slot]; }
   uint32_t record_count() const noexcept { return records_used_.load(std::memory_order_acquire); }
 
-  // Resident bytes the cache may hold before freed extents are trimmed (0 = trim every free).
-  void set_cache_limit(uint64_t bytes) noexcept { cache_limit_.store(bytes, std::memory_order_relaxed); }
+  // Resident bytes the heap may hold (live extents and cached resident ones, see the header) before freed
+  // extents are trimmed (0 = trim every free).
+  void set_resident_limit(uint64_t bytes) noexcept { resident_limit_.store(bytes, std::memory_order_relaxed); }
 
   HeapStats stats() const noexcept;
   uintptr_t base() const noexcept { return base_; }
@@ -170,7 +170,10 @@ class ObjectHeap {
   void reset_after_fork_child() noexcept { lock_.reset_after_fork(); }
 
  private:
-  uint32_t pop_cached_locked(uint32_t cls, uint8_t pool, uint64_t align, bool resident_only, bool zero_first) noexcept;
+  // The size class of a valid request (size within the range, pool known, align a power of two up to
+  // 2 MiB, raised to a page); false for an invalid one.
+  bool request_class(uint64_t size, uint64_t* align, uint8_t pool, uint32_t* cls) const noexcept;
+  uint32_t pop_cached_locked(uint32_t cls, uint8_t pool, uint64_t align, bool zero_first) noexcept;
   uint32_t pop_list_locked(uint32_t cls, uint8_t pool, int resident, uint64_t align) noexcept;
   uint32_t pop_other_pool_locked(uint32_t cls, uint8_t pool, uint64_t align) noexcept;
   // One past the last class from `cls` up whose extents are at most `max_extent_bytes` (`cls` counts).
@@ -195,7 +198,7 @@ class ObjectHeap {
   // Slot + 1 of each cache list's first extent, 0 when empty; [.][.][1]: resident pages, [0]: returned.
   uint32_t cache_head_[kNumSizeClasses][kMaxPools][2] = {};
   HeapStats stats_;
-  std::atomic<uint64_t> cache_limit_{64ull << 20};
+  std::atomic<uint64_t> resident_limit_{64ull << 20};
 };
 
 }  // namespace sentinel

@@ -92,7 +92,7 @@ TEST_F(ObjectHeapTest, TakesAnotherPoolsExtentBeforeCarving) {
   bool zeroed = false;
   uint8_t from = 0;
   bool was_resident = false;
-  const uint32_t b = heap_.allocate(199000, kPageSize, 1, &zeroed, false, false, &from, &was_resident);
+  const uint32_t b = heap_.allocate(199000, kPageSize, 1, &zeroed, false, &from, &was_resident);
   ASSERT_NE(b, kNoSlot);
   EXPECT_EQ(heap_.record(b).start, reinterpret_cast<uintptr_t>(p));
   EXPECT_EQ(heap_.stats().extents_carved, carved) << "no new extent while another pool caches one";
@@ -103,9 +103,9 @@ TEST_F(ObjectHeapTest, TakesAnotherPoolsExtentBeforeCarving) {
   EXPECT_TRUE(zeroed) << "its pages were returned";
   for (int i = 0; i < 200000; i += 4096) ASSERT_EQ(p[i], 0) << i;
   EXPECT_EQ(heap_.stats().cached_resident_bytes, 0u);
-  // resident_only never looks at another pool.
+  // take_resident never looks at another pool.
   heap_.release(b);
-  EXPECT_EQ(heap_.allocate(199000, kPageSize, 0, &zeroed, /*resident_only=*/true), kNoSlot);
+  EXPECT_EQ(heap_.take_resident(199000, kPageSize, 0, 0), kNoSlot);
 }
 
 TEST_F(ObjectHeapTest, TakesAnotherPoolsReturnedExtentBeforeItsResidentOne) {
@@ -117,7 +117,7 @@ TEST_F(ObjectHeapTest, TakesAnotherPoolsReturnedExtentBeforeItsResidentOne) {
   bool zeroed = false;
   uint8_t from = 0;
   bool was_resident = true;
-  const uint32_t c = heap_.allocate(200000, kPageSize, 0, &zeroed, false, false, &from, &was_resident);
+  const uint32_t c = heap_.allocate(200000, kPageSize, 0, &zeroed, false, &from, &was_resident);
   EXPECT_EQ(heap_.record(c).start, returned_start);
   EXPECT_EQ(from, 2);
   EXPECT_FALSE(was_resident);
@@ -129,11 +129,11 @@ TEST_F(ObjectHeapTest, ReportsWhetherMemoryIsZero) {
   uint32_t s = heap_.allocate(100000, kPageSize, 0, &zeroed);
   EXPECT_TRUE(zeroed);
   std::memset(reinterpret_cast<void*>(heap_.record(s).start), 0xab, 100000);
-  heap_.set_cache_limit(1ull << 30);
+  heap_.set_resident_limit(1ull << 30);
   heap_.release(s);
   s = heap_.allocate(100000, kPageSize, 0, &zeroed);
   EXPECT_FALSE(zeroed);  // recycled while resident: dirty
-  heap_.set_cache_limit(0);
+  heap_.set_resident_limit(0);
   heap_.release(s);  // trimmed: the kernel gives zero pages back
   s = heap_.allocate(100000, kPageSize, 0, &zeroed);
   EXPECT_TRUE(zeroed);
@@ -142,21 +142,44 @@ TEST_F(ObjectHeapTest, ReportsWhetherMemoryIsZero) {
   EXPECT_EQ(heap_.stats().extents_trimmed, 1u);
 }
 
+// The limit bounds the heap's resident bytes (live extents and kept cached ones), not the cache alone: a
+// step whose live set falls to nothing keeps what it frees while the heap stays within the limit, and
+// only a free made while the heap is above it drops its pages.
+TEST_F(ObjectHeapTest, TheResidentLimitBoundsTheWholeHeapNotTheCache) {
+  const uint32_t a = alloc(100000), b = alloc(100000);
+  const uint64_t extent = heap_.record(a).extent_bytes;
+  heap_.set_resident_limit(2 * extent);
+  EXPECT_EQ(heap_.stats().resident_bytes(), 2 * extent);
+  EXPECT_TRUE(heap_.release(a));
+  EXPECT_TRUE(heap_.release(b)) << "the cache holds 2 extents, the heap no more than before";
+  EXPECT_EQ(heap_.stats().cached_resident_bytes, 2 * extent);
+  EXPECT_EQ(heap_.stats().resident_bytes(), 2 * extent);
+  // A live set that grows past the limit without reusing them: the next free drops its pages.
+  const uint32_t c = alloc(300000);
+  EXPECT_GT(heap_.stats().resident_bytes(), 2 * extent);
+  EXPECT_FALSE(heap_.release(c));
+  EXPECT_EQ(heap_.stats().extents_trimmed, 1u);
+  EXPECT_EQ(heap_.stats().resident_bytes(), 2 * extent);
+  EXPECT_EQ(heap_.stats().cached_resident_bytes, 2 * extent) << "the two kept extents were not touched";
+}
+
 // A class's returned extents must not hide its resident ones: allocation takes resident pages first (no
-// page faults), and resident_only never carves or hands out returned pages.
+// page faults), and take_resident never carves or hands out returned pages.
 TEST_F(ObjectHeapTest, ResidentExtentsAreReusedBeforeReturnedOnes) {
-  heap_.set_cache_limit(1ull << 30);
+  heap_.set_resident_limit(1ull << 30);
   const uint32_t kept = alloc(100000), dropped = alloc(100000);
   const uintptr_t kept_start = heap_.record(kept).start;
   EXPECT_TRUE(heap_.release(kept));
   EXPECT_FALSE(heap_.release(dropped, /*drop_pages=*/true));  // pushed last: head of a shared list
   bool zeroed = true;
-  const uint32_t again = heap_.allocate(100000, kPageSize, 0, &zeroed, /*resident_only=*/true);
+  const uint32_t again = heap_.allocate(100000, kPageSize, 0, &zeroed);
   ASSERT_NE(again, kNoSlot);
   EXPECT_EQ(heap_.record(again).start, kept_start);
   EXPECT_FALSE(zeroed);
-  EXPECT_EQ(heap_.allocate(100000, kPageSize, 0, &zeroed, true), kNoSlot) << "only a returned extent is left";
-  EXPECT_EQ(heap_.allocate(300000, kPageSize, 0, &zeroed, true), kNoSlot) << "resident_only must not carve";
+  EXPECT_EQ(heap_.take_resident(100000, kPageSize, 0, 0), kNoSlot) << "only a returned extent is left";
+  const uint64_t carved = heap_.stats().extents_carved;
+  EXPECT_EQ(heap_.take_resident(300000, kPageSize, 0, 0), kNoSlot);
+  EXPECT_EQ(heap_.stats().extents_carved, carved) << "take_resident must not carve";
   const uint32_t returned = heap_.allocate(100000, kPageSize, 0, &zeroed);
   ASSERT_NE(returned, kNoSlot);
   EXPECT_TRUE(zeroed);
@@ -165,7 +188,7 @@ TEST_F(ObjectHeapTest, ResidentExtentsAreReusedBeforeReturnedOnes) {
 // take_resident: the request's own class first, then the smallest larger class within the limit; never a
 // returned extent, another pool's, one beyond the limit, or a carve. The extent keeps its class and size.
 TEST_F(ObjectHeapTest, TakeResidentFallsBackToTheSmallestLargerClassWithinTheLimit) {
-  heap_.set_cache_limit(1ull << 30);
+  heap_.set_resident_limit(1ull << 30);
   const uint64_t k = 1024;
   const uint32_t big = alloc(180 * k), bigger = alloc(400 * k), returned = alloc(128 * k), other = alloc(128 * k, kPageSize, 1);
   const uintptr_t big_start = heap_.record(big).start, bigger_start = heap_.record(bigger).start;
@@ -176,17 +199,14 @@ TEST_F(ObjectHeapTest, TakeResidentFallsBackToTheSmallestLargerClassWithinTheLim
   EXPECT_TRUE(heap_.release(other));
   const uint64_t carved = heap_.stats().extents_carved;
 
-  EXPECT_FALSE(heap_.has_resident_cached(128 * k, 0));  // its own class: only a returned extent
-  EXPECT_EQ(heap_.take_resident(128 * k, kPageSize, 0, 128 * k), kNoSlot);
-  EXPECT_TRUE(heap_.has_resident_cached(128 * k, 0, 256 * k));
+  EXPECT_EQ(heap_.take_resident(128 * k, kPageSize, 0, 128 * k), kNoSlot) << "its own class: only a returned extent";
   const uint32_t a = heap_.take_resident(128 * k, kPageSize, 0, 256 * k);
   ASSERT_NE(a, kNoSlot);
   EXPECT_EQ(heap_.record(a).start, big_start);  // the 180 KiB class, not the 400 KiB one
   EXPECT_EQ(heap_.record(a).extent_bytes, big_extent);
   EXPECT_EQ(heap_.record(a).size, 128 * k);
   EXPECT_EQ(heap_.record(a).state.load(), ExtentState::kLive);
-  EXPECT_FALSE(heap_.has_resident_cached(128 * k, 0, 256 * k));  // 400 KiB is beyond twice the request
-  EXPECT_EQ(heap_.take_resident(128 * k, kPageSize, 0, 256 * k), kNoSlot);
+  EXPECT_EQ(heap_.take_resident(128 * k, kPageSize, 0, 256 * k), kNoSlot) << "400 KiB is beyond twice the request";
   const uint32_t b = heap_.take_resident(128 * k, kPageSize, 0, 512 * k);
   ASSERT_NE(b, kNoSlot);
   EXPECT_EQ(heap_.record(b).start, bigger_start);
@@ -201,7 +221,7 @@ TEST_F(ObjectHeapTest, TakeResidentFallsBackToTheSmallestLargerClassWithinTheLim
 }
 
 TEST_F(ObjectHeapTest, TrimCachedReturnsOnlyThatPoolsResidentPages) {
-  heap_.set_cache_limit(1ull << 30);
+  heap_.set_resident_limit(1ull << 30);
   const uint32_t small = alloc(100000), big = alloc(1000000), other_pool = alloc(1000000, kPageSize, 1);
   for (uint32_t s : {small, big, other_pool}) {
     std::memset(reinterpret_cast<void*>(heap_.record(s).start), 0xcd, heap_.record(s).extent_bytes);
@@ -228,7 +248,7 @@ TEST_F(ObjectHeapTest, TrimCachedReturnsOnlyThatPoolsResidentPages) {
 
 // No single cached extent covers the request: the largest classes go first until it is covered.
 TEST_F(ObjectHeapTest, TrimCachedTakesTheLargestFirstWhenNoneCoversTheRequest) {
-  heap_.set_cache_limit(1ull << 30);
+  heap_.set_resident_limit(1ull << 30);
   const uint32_t a = alloc(100000), b = alloc(100000), c = alloc(200000);
   for (uint32_t s : {a, b, c}) EXPECT_TRUE(heap_.release(s));
   const uint64_t small = heap_.record(a).extent_bytes, larger = heap_.record(c).extent_bytes;

@@ -73,7 +73,7 @@ TEST(FaultSoak, HeapInitFailsCleanlyWhenMmapFails) {
 TEST(FaultSoak, HeapKeepsDataAndTheZeroedPromiseWhenMadviseFails) {
   ObjectHeap heap;
   ASSERT_TRUE(heap.init(4ull << 30, 1u << 16));
-  heap.set_cache_limit(0);
+  heap.set_resident_limit(0);
   const FaultConfig c{.seed = 12, .rate = 0.3, .ops = op_bit(Op::kMadvise)};
   std::mt19937_64 rng(12);
   struct Live {

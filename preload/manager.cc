@@ -6,6 +6,7 @@
 #include <atomic>
 #include <mutex>
 
+#include "fault_cost.h"
 #include "logging.h"
 #include "manager_state.h"
 #include "os/measure_clock.h"
@@ -27,7 +28,7 @@ void drain_completions(Manager& m, uint64_t until_ns) {
   // Only moves that ended by `until_ns` (the time of the event being handled): the executor sees a move
   // end where it ended among the object events.
   while (g_completions.pop_if([until_ns](const Completion& next) { return next.time_ns <= until_ns; }, &c)) {
-    m.executor->on_move_done(ObjectRef{c.slot, c.generation}, tier_of_pool(c.to_pool), c.moved);
+    m.executor->on_move_done(ObjectRef{c.slot, c.generation}, tier_of_pool(c.to_pool), c.moved, c.refused);
   }
 }
 
@@ -129,6 +130,11 @@ Manager* create_manager() {
   profiler_set_min_period(kMinPlanPeriod);
   std::string error;
   resolve_memory_system(g_state.config.tier, &m->mem, &error);  // checked in manager_configure
+  // The planner charges faults at this machine's cost (fault_cost.h).
+  const FaultCost faults = measure_fault_cost();
+  if (faults.valid) {
+    m->mem.fault_ns_per_byte = faults.ns_per_byte;
+  }
   load_inputs(*m);
   return m;
 }
@@ -228,9 +234,9 @@ bool manager_lets_quiet_events_wait() noexcept {
   return m != nullptr && m->stage == Stage::kManaged && m->executor->plan() != nullptr && !m->executor->moves_waiting();
 }
 
-void manager_on_move_finished(uint32_t slot, uint32_t generation, uint8_t to_pool, bool moved) noexcept {
+void manager_on_move_finished(uint32_t slot, uint32_t generation, uint8_t to_pool, bool moved, bool refused) noexcept {
   if (!g_manager_live.load(std::memory_order_acquire)) return;
-  g_completions.push(Completion{slot, generation, to_pool, moved, os::measure_ns()});  // the events' clock
+  g_completions.push(Completion{slot, generation, to_pool, moved, refused, os::measure_ns()});  // the events' clock
   wake_service();
 }
 

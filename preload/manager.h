@@ -39,7 +39,8 @@ void manager_tick(const LiveObjects& live) noexcept;
 // the next event that wakes the service thread): a plan is in force and no move waits for room (a waiting
 // move is retried at every event).
 bool manager_lets_quiet_events_wait() noexcept;
-void manager_on_move_finished(uint32_t slot, uint32_t generation, uint8_t to_pool, bool moved) noexcept;
+void manager_on_move_finished(uint32_t slot, uint32_t generation, uint8_t to_pool, bool moved,
+                              bool refused = false) noexcept;
 void manager_at_exit() noexcept;
 
 struct ManagerReport {
@@ -62,6 +63,8 @@ struct ManagerReport {
   int64_t first_managed_step = -1;
   double migration_bw_gbps = 0;  // what the plan in force assumes
   double migration_setup_ns = 0; // the same plan's fixed cost per move
+  double fault_ns_per_byte = 0;       // what the plans assume recycling a fast page costs (fault_cost.h)
+  uint64_t plan_fresh_bytes_per_step = 0;  // the plan in force: fast births' bytes modeled to fault in
 };
 ManagerReport manager_report() noexcept;
 

@@ -5,6 +5,7 @@
 
 #include "logging.h"
 #include "manager_state.h"
+#include "plan/cost_model.h"
 #include "profiler.h"
 #include "runtime_state.h"
 #include "status_file.h"
@@ -108,6 +109,12 @@ bool plan_and_start(Manager& m, const char* why) {
     }
     m.plan_source = "planned";
   }
+  // What the plan costs in faults, by the model (fault_cost.h): compared with empty_birth_bytes_fast.
+  SimOptions as_run;
+  as_run.pool_bytes = plan.summary.budget_bytes;
+  SimResult modeled;
+  m.plan_fresh_bytes_per_step =
+      as_run.pool_bytes > 0 && simulate_plan(*index, plan, m.mem, as_run, &modeled, nullptr) ? modeled.fresh_bytes : 0;
   const int64_t first = m.step + 1;
   auto table = std::make_unique<BirthTable>();
   table->build(*compiled, first);

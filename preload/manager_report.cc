@@ -37,6 +37,8 @@ ManagerReport manager_report() noexcept {
     r.first_managed_step = m.first_managed_step;
     r.migration_bw_gbps = m.mem.migration_bw_gbps;
     r.migration_setup_ns = m.mem.migration_setup_ns;
+    r.fault_ns_per_byte = m.mem.fault_ns_per_byte;
+    r.plan_fresh_bytes_per_step = m.plan_fresh_bytes_per_step;
   } catch (...) {
   }
   return r;

@@ -46,6 +46,7 @@ struct Completion {
   uint32_t generation;
   uint8_t to_pool;
   bool moved;
+  bool refused;  // refused when it was to start (no room): the executor lets it wait again
   uint64_t time_ns;
 };
 using CompletionRing = BoundedRing<Completion, 1u << 14>;
@@ -105,6 +106,7 @@ struct Manager {
   uint64_t managed_phases = 0;
   uint64_t checked_bytes = 0, matching_bytes = 0;
   int64_t first_managed_step = -1;
+  uint64_t plan_fresh_bytes_per_step = 0;  // modeled for the plan in force (plan/cost_model.h's fast pool)
 };
 
 extern Manager* g_manager;

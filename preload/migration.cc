@@ -45,6 +45,12 @@ bool end_claim(ObjectRecord& r, uint32_t generation) noexcept {
   return false;
 }
 
+// Whether a move claim of `generation` holds the record (while one does, the extent is not recycled).
+bool claimed_by(const ObjectRecord& r, uint32_t generation) noexcept {
+  const uint64_t w = r.move_claim.load(std::memory_order_acquire);
+  return (w >> 8) == generation && (w & kMoveClaimed) != 0;
+}
+
 // Drops a claim that did not (or no longer does) reach the engine; recycles the extent if free() left
 // it to the claim.
 void drop_claim(uint32_t slot, uint32_t generation) noexcept {
@@ -54,14 +60,37 @@ void drop_claim(uint32_t slot, uint32_t generation) noexcept {
 // Runs on the engine thread when a move ends.
 class RuntimeOwner final : public migrate::Owner {
  public:
+  // A prefetch takes its fast memory when it starts, not when it is queued: the evictions queued ahead of
+  // it (one FIFO channel) have given theirs back by now. Taken at queueing, it found them still counted
+  // and dropped parked extents for room that the evictions were about to free; every page dropped faulted
+  // in again at a later birth (densenet121, managed dry run at 20%: docs/placement.md).
+  bool on_move_starting(uint64_t object_id, uint64_t life, int target_node) override {
+    (void)target_node;
+    ObjectRecord& r = g_state.heap.record(static_cast<uint32_t>(object_id));
+    if (!claimed_by(r, static_cast<uint32_t>(life)) || r.move_reserved != 0) return true;
+    make_fast_room(r.extent_bytes);
+    if (!g_state.placer.begin_move(place::kFastPool, r.extent_bytes)) {
+      g_refused_budget.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    r.move_reserved = 1;
+    return true;
+  }
+
   void on_move_finished(uint64_t object_id, uint64_t life, const migrate::MoveResult& result) override {
     const uint32_t slot = static_cast<uint32_t>(object_id);
     const uint32_t generation = static_cast<uint32_t>(life);
     ObjectRecord& r = g_state.heap.record(slot);
-    const uint64_t w = r.move_claim.load(std::memory_order_acquire);
-    if ((w >> 8) != generation || (w & kMoveClaimed) == 0) {
+    if (!claimed_by(r, generation)) {
       // Cannot happen while the claim holds the extent (it is not recycled before the claim ends).
       g_stale_completions.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    if (r.move_reserved == 0) {
+      // Refused when it was to start (no room), or dropped by the engine's stop before it ran: nothing
+      // was counted for it, nothing moved.
+      manager_on_move_finished(slot, generation, r.move_to_pool, false, result.reason == migrate::FailReason::kRefused);
+      if (end_claim(r, generation)) release_extent(slot);
       return;
     }
     // A move to the fast node that failed part way sends its pages back (the engine's rollback); pages
@@ -128,18 +157,20 @@ migrate::Ticket migration_move_slot(uint32_t slot, uint32_t generation, uint8_t 
     drop_claim(slot, generation);  // freed meanwhile (then it may recycle the extent), or already there
     return {};
   }
-  if (to == place::kFastPool) make_fast_room(r.extent_bytes);
-  if (!g_state.placer.begin_move(to, r.extent_bytes)) {
+  // A move to the fast pool is counted there when it starts (RuntimeOwner::on_move_starting).
+  const bool reserve_now = to != place::kFastPool;
+  if (reserve_now && !g_state.placer.begin_move(to, r.extent_bytes)) {
     g_refused_budget.fetch_add(1, std::memory_order_relaxed);
     drop_claim(slot, generation);
     return {};
   }
   r.move_to_pool = to;
+  r.move_reserved = reserve_now ? 1 : 0;
   const migrate::Ticket t =
       engine->enqueue(slot, generation, reinterpret_cast<void*>(r.start), r.extent_bytes, node, priority,
                       migrate::Neighbours::kShareNoLargeFolio);  // the heap's layout (object_heap.h)
   if (!t.valid()) {
-    g_state.placer.end_move(r.pool.load(std::memory_order_relaxed), to, r.extent_bytes, false);
+    if (reserve_now) g_state.placer.end_move(r.pool.load(std::memory_order_relaxed), to, r.extent_bytes, false);
     drop_claim(slot, generation);
   }
   return t;
@@ -168,7 +199,9 @@ bool migration_on_free(uint32_t slot) noexcept {
   }
   if (engine->cancel(slot, generation) == migrate::CancelResult::kCancelled) {
     // Dropped from the queue before it ran: no callback will come; undo its accounting here.
-    g_state.placer.end_move(r.pool.load(std::memory_order_relaxed), r.move_to_pool, r.extent_bytes, false);
+    if (r.move_reserved != 0) {
+      g_state.placer.end_move(r.pool.load(std::memory_order_relaxed), r.move_to_pool, r.extent_bytes, false);
+    }
     end_claim(r, generation);
     return false;
   }

@@ -56,6 +56,8 @@ void add_run(Json& j, const State& s) {
   j[key::kExtentsReused] = heap.extents_reused;
   j[key::kExtentsFromOtherPool] = heap.extents_from_other_pool;
   j[key::kExtentsTrimmed] = heap.extents_trimmed;
+  j[key::kEmptyBirthBytesFast] = c.empty_birth_bytes[0].load();
+  j[key::kEmptyBirthBytesSlow] = c.empty_birth_bytes[1].load();
   j[key::kExtentBytesCarved] = heap.carved_bytes;
   j[key::kReservedBytes] = s.heap.reserved_bytes();
   j[key::kCallSiteCacheMisses] = s.sites.cache_misses();
@@ -158,6 +160,8 @@ void add_managed(Json& j, const State& s) {
   j[key::kPlannedFastForcedSlow] = s.counters.planned_fast_forced_slow.load();
   j[key::kMigrationBwPlannedGbps] = m.migration_bw_gbps;
   j[key::kMigrationSetupPlannedNs] = m.migration_setup_ns;
+  j[key::kFaultNsPerBytePlanned] = m.fault_ns_per_byte;
+  j[key::kPlanFreshBytesPerStep] = m.plan_fresh_bytes_per_step;
   j[key::kPlanFidelity] = x.fidelity();
   j[key::kLatePrefetches] = x.late_prefetches;
   j[key::kReplans] = m.replans;

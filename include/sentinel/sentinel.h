@@ -52,9 +52,10 @@ int sentinel_get_footprint(struct sentinel_footprint* out);
 int sentinel_object_node(const void* p);
 
 /* Moves the object that starts at p to NUMA node `node` on Sentinel's background thread. Returns a
- * ticket (> 0), or 0 when refused: p is not a live object, there is a single memory node, the move
- * would exceed the fast-memory budget, the object is already there or already moving, or the queue
- * is full. A failed move leaves the data where it was, intact. */
+ * ticket (> 0), or 0 when refused: p is not a live object, there is a single memory node, the object is
+ * already there or already moving, or the queue is full. A move to the fast node takes its share of the
+ * fast-memory budget when it starts, after the moves queued ahead of it: one that finds no room then
+ * fails (sentinel_wait_move returns -1). A failed move leaves the data where it was, intact. */
 uint64_t sentinel_move_object(const void* p, int node);
 
 /* Waits up to timeout_ms (-1: forever) for a move. Returns 1 when it is done, 0 when it is still

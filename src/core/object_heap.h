@@ -68,9 +68,10 @@ inline constexpr uint64_t move_claim_word(uint32_t generation, uint8_t flags) {
 //                                    the object ends, while the move's claim holds the extent. Atomics,
 //                                    read relaxed: exact for a thread that has seen the move end (free()
 //                                    through move_claim, the engine itself), a snapshot for anyone else.
-//   move_to_pool                     the thread that claimed the move, before it queues it; read by the
-//                                    engine's thread and by free() after a cancel (the queue's lock orders
-//                                    them).
+//   move_to_pool, move_reserved      the thread that claimed the move, before it queues it (and
+//                                    move_reserved the engine's thread when the move starts: a prefetch
+//                                    takes its fast memory then); read by the engine's thread and by free()
+//                                    after a cancel (the queue's lock orders them).
 struct ObjectRecord {
   uintptr_t start = 0;
   uint64_t extent_bytes = 0;
@@ -86,6 +87,7 @@ struct ObjectRecord {
   bool resident = false;          // pages may be backed (false after MADV_DONTNEED)
   std::atomic<uint16_t> bound_node_plus1{0};  // node the extent is mbind-ed to, plus one; 0 = never bound
   uint8_t move_to_pool = 0;
+  uint8_t move_reserved = 0;  // the move's bytes are counted in move_to_pool (placer begin_move)
   std::atomic<uint64_t> move_claim{0};  // move_claim_word(generation, flags)
 };
 

@@ -39,6 +39,15 @@ inline constexpr const char kExtentsCarved[] = "extents_carved";
 inline constexpr const char kExtentsReused[] = "extents_reused";
 inline constexpr const char kExtentsFromOtherPool[] = "extents_from_other_pool";
 inline constexpr const char kExtentsTrimmed[] = "extents_trimmed";
+// Transfers (docs/placement.md): cached extents whose pages went to a new extent, their bytes, the mremap
+// calls that moved them, and sources whose pages did not all arrive (the rest were dropped).
+// Extent bytes of objects born into extents without resident pages (the kernel faults them in), per pool.
+inline constexpr const char kEmptyBirthBytesFast[] = "empty_birth_bytes_fast";
+inline constexpr const char kEmptyBirthBytesSlow[] = "empty_birth_bytes_slow";
+inline constexpr const char kExtentsTransferred[] = "extents_transferred";
+inline constexpr const char kTransferredBytes[] = "transferred_bytes";
+inline constexpr const char kTransferCalls[] = "transfer_calls";
+inline constexpr const char kTransferFailures[] = "transfer_failures";
 inline constexpr const char kExtentBytesCarved[] = "extent_bytes_carved";
 inline constexpr const char kReservedBytes[] = "reserved_bytes";
 inline constexpr const char kCallSiteCacheMisses[] = "call_site_cache_misses";
@@ -118,6 +127,10 @@ inline constexpr const char kPlanDeviations[] = "plan_deviations";
 inline constexpr const char kPlannedFastForcedSlow[] = "planned_fast_forced_slow";
 inline constexpr const char kMigrationBwPlannedGbps[] = "migration_bw_planned_gbps";
 inline constexpr const char kMigrationSetupPlannedNs[] = "migration_setup_planned_ns";
+// What the plans assume recycling a fast page costs, per byte (preload/fault_cost.h), and the fast births'
+// bytes the plan in force is modeled to fault in per step (plan/cost_model.h, the fast pool).
+inline constexpr const char kFaultNsPerBytePlanned[] = "fault_ns_per_byte_planned";
+inline constexpr const char kPlanFreshBytesPerStep[] = "plan_fresh_bytes_per_step";
 inline constexpr const char kPlanFidelity[] = "plan_fidelity";
 inline constexpr const char kLatePrefetches[] = "late_prefetches";
 inline constexpr const char kReplans[] = "replans";
@@ -151,7 +164,7 @@ inline constexpr const char kProfileSource[] = "profile_source";
 inline constexpr const char kPlansFromLocalRank0Profile[] = "plans_from_local_rank0_profile";
 inline constexpr const char kMode[] = "mode";
 
-inline constexpr std::array<std::string_view, 129> kAll = {
+inline constexpr std::array<std::string_view, 133> kAll = {
     kPid,
     kRank,
     kForkedChildren,
@@ -182,6 +195,8 @@ inline constexpr std::array<std::string_view, 129> kAll = {
     kExtentsReused,
     kExtentsFromOtherPool,
     kExtentsTrimmed,
+    kEmptyBirthBytesFast,
+    kEmptyBirthBytesSlow,
     kExtentBytesCarved,
     kReservedBytes,
     kCallSiteCacheMisses,
@@ -258,6 +273,8 @@ inline constexpr std::array<std::string_view, 129> kAll = {
     kPlanDeviations,
     kPlannedFastForcedSlow,
     kMigrationBwPlannedGbps,
+    kFaultNsPerBytePlanned,
+    kPlanFreshBytesPerStep,
     kPlanFidelity,
     kLatePrefetches,
     kReplans,

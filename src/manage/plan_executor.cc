@@ -196,8 +196,18 @@ void PlanExecutor::on_free(ObjectRef ref) {
   if (step_managed_ && !step_deviated_) retry_waiting();  // its bytes may be the room a waiting move needs
 }
 
-void PlanExecutor::on_move_done(ObjectRef ref, Tier to, bool moved) {
+void PlanExecutor::on_move_done(ObjectRef ref, Tier to, bool moved, bool refused) {
   auto it = live_.find(ref.key());
+  if (refused) {
+    if (it == live_.end()) return;
+    it->second.moving = false;
+    observer_->on_object_changed(it->second.ref, it->second.tag, true, it->second.tier, false);
+    if (!step_managed_ || step_deviated_) return;
+    // First in line: it was issued before anything that waits now.
+    waiting_.push_front(Waiting{ref.key(), to});
+    ++stats_.moves_deferred;
+    return;
+  }
   if (it != live_.end()) {
     Live& o = it->second;
     o.moving = false;

@@ -16,9 +16,9 @@
 //    catches up within one step. An object whose moves failed kMaxFailures times in a row is left where it
 //    is (a full node, pages the kernel will not move): retrying every step would only burn the channel.
 //  - Moves are issued in plan order, one channel, first in first out. A move the sink refuses (the fast
-//    budget has no room yet, typically because an eviction before it is still copying) waits in a FIFO and
-//    is retried, in order, when a move completes or at the next event; waiting moves are dropped at the
-//    end of the step. Moves of objects that are not alive, already on the target tier or moving are no-ops.
+//    budget has no room yet), when it is issued or when it was to start, waits in a FIFO and is retried, in
+//    order, when a move completes or at the next event; waiting moves are dropped at the end of the step.
+//    Moves of objects that are not alive, already on the target tier or moving are no-ops.
 //  - A prefetch is late when the object is not on the fast tier (by completed moves) at the start of the
 //    phase of the access it serves; late tags are reported per step so the caller can plan them earlier.
 //  - plan_fidelity = fast_use_bytes_on_fast / fast_use_bytes: over managed steps, the bytes of objects the
@@ -107,8 +107,11 @@ class PlanExecutor {
   void on_alloc(ObjectRef ref, uint64_t tag, uint64_t bytes, Tier tier, int64_t step, uint32_t event,
                 uint32_t period);
   void on_free(ObjectRef ref);
-  // A move the sink queued has ended (moved = the object is now on `to`).
-  void on_move_done(ObjectRef ref, Tier to, bool moved);
+  // A move the sink queued has ended (moved = the object is now on `to`). `refused`: the sink refused it
+  // when it was to start (no room in the fast budget even after the moves ahead of it: the runtime takes
+  // a prefetch's room then); it waits again, first in line, as a move refused when issued does, until the
+  // next object event or completed move (not this one: that would ask again at once).
+  void on_move_done(ObjectRef ref, Tier to, bool moved, bool refused = false);
 
   const ExecutorStats& stats() const { return stats_; }
   // Tags whose prefetch was late in managed steps since the last call.

@@ -34,6 +34,7 @@ const char* to_string(FailReason r) {
     case FailReason::kInvalidNode: return "invalid target node";
     case FailReason::kSyscall: return "move_pages failed";
     case FailReason::kStopped: return "engine stopped";
+    case FailReason::kRefused: return "refused by the owner at start";
   }
   return "?";
 }
@@ -287,6 +288,16 @@ void Engine::run() {
       }
     }
     if (i != kNil) {
+      const Slot& s = slots_[i];
+      if (config_.owner != nullptr && !config_.owner->on_move_starting(s.object_id, s.generation, s.target)) {
+        stats_.refused_at_start.fetch_add(1, std::memory_order_relaxed);
+        MoveResult r;
+        r.state = State::kFailed;
+        r.reason = FailReason::kRefused;
+        r.target_node = s.target;
+        finish(i, r);
+        continue;
+      }
       execute(i);
       continue;
     }
@@ -336,6 +347,7 @@ StatsSnapshot Engine::snapshot() const {
   s.cancelled_running = l(stats_.cancelled_running);
   s.moves_done = l(stats_.moves_done);
   s.moves_failed = l(stats_.moves_failed);
+  s.refused_at_start = l(stats_.refused_at_start);
   s.objects_to_slow = l(stats_.objects_to_slow);
   s.bytes_to_slow = l(stats_.bytes_to_slow);
   s.objects_to_fast = l(stats_.objects_to_fast);

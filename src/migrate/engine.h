@@ -60,6 +60,7 @@ enum class FailReason : uint8_t {
   kInvalidNode,  // move_pages refused the target node (ENODEV/EINVAL/EACCES): nothing moved
   kSyscall,      // move_pages itself failed for another reason
   kStopped,      // engine stopped before the move ran
+  kRefused,      // the owner refused it when it was to start (Owner::on_move_starting): nothing moved
 };
 // Queue classes: a lower value runs first; within a class moves run first in, first out. Managed mode sends
 // every planned move, evictions and prefetches alike, through kNormal: one channel in issue order, which is
@@ -102,6 +103,16 @@ class Owner {
  public:
   virtual ~Owner() = default;
   virtual void on_move_finished(uint64_t object_id, uint64_t generation, const MoveResult& result) = 0;
+  // Called on the engine thread just before a move runs, after every move queued ahead of it has
+  // finished. False: the move does not run; it finishes as kFailed, reason kRefused (on_move_finished
+  // follows). The runtime takes fast memory for a prefetch here rather than when it queues one: the
+  // evictions queued ahead of it have given theirs back by now.
+  virtual bool on_move_starting(uint64_t object_id, uint64_t generation, int target_node) {
+    (void)object_id;
+    (void)generation;
+    (void)target_node;
+    return true;
+  }
 };
 
 struct EngineConfig {
@@ -120,6 +131,7 @@ struct EngineConfig {
 struct StatsSnapshot {
   uint64_t enqueued = 0, queue_full = 0, cancelled_queued = 0, cancelled_running = 0;
   uint64_t moves_done = 0, moves_failed = 0;
+  uint64_t refused_at_start = 0;  // moves the owner refused when they were to start (not in moves_failed)
   uint64_t objects_to_slow = 0, bytes_to_slow = 0;
   uint64_t objects_to_fast = 0, bytes_to_fast = 0;
   uint64_t objects_other = 0, bytes_other = 0;  // other targets, or no slow node configured
@@ -163,7 +175,7 @@ class Engine {
   struct Slot;
   struct Stats {
     std::atomic<uint64_t> enqueued{0}, queue_full{0}, cancelled_queued{0}, cancelled_running{0};
-    std::atomic<uint64_t> moves_done{0}, moves_failed{0};
+    std::atomic<uint64_t> moves_done{0}, moves_failed{0}, refused_at_start{0};
     std::atomic<uint64_t> objects_to_slow{0}, bytes_to_slow{0}, objects_to_fast{0}, bytes_to_fast{0};
     std::atomic<uint64_t> objects_other{0}, bytes_other{0};
     std::atomic<uint64_t> pages_busy{0}, pages_nomem{0}, pages_other_error{0}, pages_absent{0};

@@ -91,6 +91,18 @@ bool simulate_plan(const ProfileIndex& index, const Plan& plan, const MemorySyst
     if (st[i].counted) resident += objs[i].size;
   }
   std::deque<PendingEvict> evicting;
+  uint64_t evicting_bytes = 0;  // fast memory the queued evictions give back once they ran
+  // The fast pool (see cost_model.h), starting full: the steps before a plan fill it. A pool that holds
+  // the step's whole peak is no budget (all-DRAM): nothing is charged then.
+  const bool pool = options.pool_bytes > 0 && options.pool_bytes < index.peak_bytes();
+  uint64_t parked = pool && options.pool_bytes > resident ? options.pool_bytes - resident : 0;
+  // Parked bytes dropped until live objects of `live` bytes and the parked ones fit the pool.
+  auto make_room = [&](uint64_t live) -> uint64_t {
+    const uint64_t over = live + parked > options.pool_bytes ? live + parked - options.pool_bytes : 0;
+    const uint64_t dropped = std::min(parked, over);
+    parked -= dropped;
+    return dropped;
+  };
   double now = 0, channel_free = 0;
   uint64_t seq = 0;
   const double lat_delta = mem.latency_delta_ns();  // streamed misses cost bandwidth only
@@ -110,6 +122,7 @@ bool simulate_plan(const ProfileIndex& index, const Plan& plan, const MemorySyst
           o.counted = false;
           resident -= objs[e.obj].size;
         }
+        evicting_bytes -= objs[e.obj].size;
         if (options.record_moves) {
           uint32_t busy = static_cast<uint32_t>(std::min<uint64_t>(gphase - e.issued_phase, P));
           r.move_busy_phases[e.move] = std::max(r.move_busy_phases[e.move], busy);
@@ -120,17 +133,29 @@ bool simulate_plan(const ProfileIndex& index, const Plan& plan, const MemorySyst
       for (uint32_t i : index.deaths_at(k)) {
         ObjState& o = st[i];
         if (!o.alive) continue;
-        if (o.counted) resident -= objs[i].size;
+        if (o.counted) {
+          resident -= objs[i].size;
+          if (pool) parked += objs[i].size;  // a freed fast object's pages are parked
+        }
         o.alive = false;
         o.counted = false;
       }
+      uint64_t fresh = 0;
       for (uint32_t i : index.births_at(k)) {
         ObjState& o = st[i];
         o = ObjState{};
         o.alive = true;
         o.target = birth[i];
         o.counted = birth[i] == Tier::kFast;
-        if (o.counted) resident += objs[i].size;
+        if (!o.counted) continue;
+        resident += objs[i].size;
+        // Parked pages first; what they do not cover is faulted in, and takes room.
+        if (pool) {
+          const uint64_t reused = std::min(parked, objs[i].size);
+          parked -= reused;
+          fresh += objs[i].size - reused;
+          make_room(resident);
+        }
       }
       // 4. Migrations issued at event k, first in first out on one channel.
       for (uint32_t mi = move_begin[k]; mi < move_begin[k + 1]; ++mi) {
@@ -153,11 +178,17 @@ bool simulate_plan(const ProfileIndex& index, const Plan& plan, const MemorySyst
           if (!o.counted) {
             o.counted = true;
             resident += objs[m.obj].size;
+            // Its room when it starts: after the evictions queued ahead of it have given theirs back.
+            if (pool) {
+              const uint64_t dropped = make_room(resident - std::min(resident, evicting_bytes));
+              if (last) r.trimmed_bytes += dropped;
+            }
           }
           o.stall_open = true;
         } else {
           o.stall_open = false;
           evicting.push_back({done, m.obj, seq, gphase, m.id});
+          evicting_bytes += objs[m.obj].size;
         }
         if (last) {
           r.migrated_bytes += objs[m.obj].size;
@@ -224,8 +255,11 @@ bool simulate_plan(const ProfileIndex& index, const Plan& plan, const MemorySyst
                            slow_writes * mem.access_bytes / mem.slow.write_bw_gbps - d;
         extra = std::max(0.0, std::max(lat, bwt));
       }
-      now += stall + d + extra;
+      const double fault = static_cast<double>(fresh) * mem.fault_ns_per_byte;
+      now += stall + d + extra + fault;
       if (last) {
+        r.fresh_bytes += fresh;
+        r.fault_ns += fault;
         r.slow_reads += slow_reads;
         r.slow_writes += slow_writes;
         r.base_ns += d;

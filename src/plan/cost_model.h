@@ -7,6 +7,18 @@
 //   bandwidth_extra(k) = max(0, slow_bytes_read(k)/slow.read_bw + slow_bytes_written(k)/slow.write_bw
 //                               - duration(k))
 //   stall(k)           = wait at the phase start for prefetches of objects accessed in phase k
+//   fault(k)           = fresh_bytes(k) * fault_ns_per_byte, with a fast pool (SimOptions::pool_bytes)
+//
+// The fast pool (pool_bytes > 0, below the profile's peak) is the runtime's fast memory under a budget:
+// live fast objects plus parked pages, the pages of freed fast objects kept for the next fast births
+// (place/budget_placer.h). A fast birth takes parked pages first; what they do not cover is fresh_bytes,
+// pages the program faults in and the kernel zeroes. A prefetch takes its room when it starts on the
+// channel (the evictions queued ahead of it have freed theirs by then); where the live objects and the
+// parked pages leave it none, parked pages are dropped for it (trimmed_bytes), and later births fault
+// those in. So moves that bring pages in without evictions that give as many back first cost the
+// program faults, and the model says how much. The runtime parks pages per size class (a birth takes an
+// extent of its class, or of one up to twice its size); the model lets any birth take any parked
+// bytes, so it leaves out the faults of births whose class no parked extent has (docs/tier-model.md).
 //
 // duration(k) is the phase duration measured on DRAM only. Migrations run in the background on one
 // FIFO channel at migration_bw. The replay runs `steps` steps back to back (the channel carries its
@@ -38,6 +50,7 @@ struct SimOptions {
   bool record_moves = false;   // fill SimResult::move_* (the planner's repair loop needs them)
   bool record_phases = false;  // fill SimResult::phase_* (diagnostics; does not change the model)
   bool record_objects = false; // fill SimResult::object_state and ::issued (reports; no model change)
+  uint64_t pool_bytes = 0;     // the fast pool (see above; the budget); 0: no pool, no fault time
 };
 
 // Where an object is during a phase of the last replayed step (record_objects).
@@ -77,6 +90,11 @@ struct SimResult {
   uint32_t migrations = 0;     // effective (non-no-op) migrations
   uint32_t late_prefetches = 0;
   uint32_t noop_moves = 0;
+  // The fast pool (SimOptions::pool_bytes), last step: fast births' bytes that found no parked pages,
+  // the time faulting them in took, and parked bytes dropped to make room for prefetches.
+  uint64_t fresh_bytes = 0;
+  double fault_ns = 0;
+  uint64_t trimmed_bytes = 0;
   // All replayed steps.
   uint64_t dram_peak_bytes = 0;
   uint32_t budget_violations = 0;  // (step, phase) pairs with residency above budget_bytes

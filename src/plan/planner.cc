@@ -132,7 +132,9 @@ void fill_summary(const ProfileIndex& index, const MemorySystem& mem, uint64_t b
     s.late_prefetch_risk = r.late_prefetches;
   }
   SimResult modeled;
-  if (simulate_plan(index, *plan, mem, SimOptions{}, &modeled, nullptr)) s.modeled_step_ns = modeled.step_ns;
+  SimOptions as_run;
+  as_run.pool_bytes = budget;
+  if (simulate_plan(index, *plan, mem, as_run, &modeled, nullptr)) s.modeled_step_ns = modeled.step_ns;
   s.prefetches = s.evictions = 0;
   for (const auto& ev : plan->events)
     for (const Move& m : ev) (m.kind == MoveKind::kPrefetch ? s.prefetches : s.evictions) += 1;
@@ -170,6 +172,7 @@ bool plan_candidate(const ProfileIndex& index, const MemorySystem& mem, const Pl
   SimOptions model;
   model.steps = cfg.sim_steps;
   model.record_moves = true;
+  model.pool_bytes = budget;  // the runtime's fast pool: births that find no parked pages fault theirs in
   SimResult& rp = c->model;
   simulate_plan(index, c->plan, mem, model, &rp, nullptr);
   if (rp.step_ns > all_slow.step_ns) {
@@ -212,6 +215,7 @@ bool plan_sentinel(const ProfileIndex& index, const MemorySystem& mem, const Pla
   SimOptions model;
   model.steps = cfg.sim_steps;
   model.record_moves = true;
+  model.pool_bytes = budget;
   simulate_plan(index, slow, mem, model, &rs, nullptr);
 
   Candidate best;

@@ -30,6 +30,9 @@ nlohmann::json row_json(const ReplayRow& r) {
           {"dram_peak_bytes", r.dram_peak_bytes},
           {"migrated_bytes", r.migrated_bytes},
           {"late_prefetches", r.late_prefetches},
+          {"fresh_bytes", r.fresh_bytes},
+          {"fault_ns", r.fault_ns},
+          {"trimmed_bytes", r.trimmed_bytes},
           {"budget_violations", r.budget_violations},
           {"stall_ns", r.stall_ns},
           {"slow_extra_ns", r.slow_extra_ns},
@@ -56,6 +59,7 @@ bool simulate_into_row(const ProfileIndex& index, const MemorySystem& mem, const
   SimOptions so;
   so.steps = options.steps;
   so.budget_bytes = budget;
+  so.pool_bytes = budget;
   SimResult r;
   if (!simulate_plan(index, plan, mem, so, &r, error)) return false;
   row->step_ns = r.step_ns;
@@ -69,6 +73,9 @@ bool simulate_into_row(const ProfileIndex& index, const MemorySystem& mem, const
   row->slow_accesses = r.slow_reads + r.slow_writes;
   row->fast_accesses = r.fast_reads + r.fast_writes;
   row->slow_bytes = row->slow_accesses * mem.access_bytes;
+  row->fresh_bytes = r.fresh_bytes;
+  row->fault_ns = r.fault_ns;
+  row->trimmed_bytes = r.trimmed_bytes;
   return true;
 }
 

@@ -32,6 +32,11 @@ struct ReplayRow {
   double slow_accesses = 0;
   double fast_accesses = 0;
   double slow_bytes = 0;
+  // The fast pool (cost_model.h), per step: fast births' bytes faulted in, their time, parked bytes
+  // dropped for prefetches.
+  uint64_t fresh_bytes = 0;
+  double fault_ns = 0;
+  uint64_t trimmed_bytes = 0;
   bool budget_insufficient = false;
   std::string message;
   // Row "optimal" only (optimal_plan.h): the solver's status ("optimal", "best-found", "too-large",

@@ -45,6 +45,7 @@ void repair_stalls(const ProfileIndex& index, const MemorySystem& mem, uint64_t 
   SimOptions model;
   model.steps = sim_steps;
   model.record_moves = true;
+  model.pool_bytes = budget;
   std::set<std::pair<uint64_t, uint32_t>> tried;  // (tag, event) of prefetches already examined
   for (uint32_t attempt = 0; attempt < max_attempts; ++attempt) {
     SimResult r;

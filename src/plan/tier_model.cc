@@ -32,6 +32,7 @@ bool set_key(MemorySystem* m, const std::string& key, const std::string& value, 
   else if (key == "mlp") slot = &m->mlp;
   else if (key == "access_bytes") slot = &m->access_bytes;
   else if (key == "stream_share") slot = &m->stream_share;
+  else if (key == "fault_ns_per_byte") slot = &m->fault_ns_per_byte;
   else if (key == "fast.latency_ns") slot = &m->fast.latency_ns;
   else if (key == "fast.read_bw_gbps") slot = &m->fast.read_bw_gbps;
   else if (key == "fast.write_bw_gbps") slot = &m->fast.write_bw_gbps;
@@ -92,6 +93,7 @@ bool validate_memory_system(const MemorySystem& m, std::string* error) {
   if (!(m.mlp >= 1)) return bad("mlp must be >= 1");
   if (!(m.access_bytes >= 1)) return bad("access_bytes must be >= 1");
   if (!(m.stream_share >= 0 && m.stream_share <= 1)) return bad("stream_share must be between 0 and 1");
+  if (!(m.fault_ns_per_byte >= 0)) return bad("fault_ns_per_byte must be >= 0");
   if (m.slow.latency_ns < m.fast.latency_ns) return bad("slow.latency_ns is below fast.latency_ns");
   if (m.slow.read_bw_gbps > m.fast.read_bw_gbps)
     return bad("slow.read_bw_gbps is above fast.read_bw_gbps");
@@ -224,13 +226,14 @@ bool resolve_memory_system(const std::string& name_or_path, MemorySystem* out, s
 }
 
 std::string describe_memory_system(const MemorySystem& m) {
-  char buf[352];
+  char buf[400];
   std::snprintf(buf, sizeof buf,
                 "%s: fast %.0f ns %.1f/%.1f GB/s r/w, slow %.0f ns %.1f/%.1f GB/s r/w, "
-                "migration %.1f GB/s + %.0f us per move, mlp %.0f, %.0f%% of misses streamed",
+                "migration %.1f GB/s + %.0f us per move, mlp %.0f, %.0f%% of misses streamed, "
+                "fresh pages %.2f ns/B",
                 m.name.c_str(), m.fast.latency_ns, m.fast.read_bw_gbps, m.fast.write_bw_gbps,
                 m.slow.latency_ns, m.slow.read_bw_gbps, m.slow.write_bw_gbps, m.migration_bw_gbps,
-                m.migration_setup_ns / 1e3, m.mlp, 100 * m.stream_share);
+                m.migration_setup_ns / 1e3, m.mlp, 100 * m.stream_share, m.fault_ns_per_byte);
   return buf;
 }
 

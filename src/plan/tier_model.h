@@ -37,6 +37,12 @@ struct MemorySystem {
   // Share of the misses that a core's stream prefetcher fetches ahead of use: they cost bandwidth, not
   // latency (docs/tier-model.md; the slow-tier emulator's stream model, docs/slow-tier-emulator.md).
   double stream_share = 0.8;
+  // What recycling a fast page costs the program, per byte: a parked page dropped to make room and the
+  // fresh page a later fast birth faults in and the kernel zeroes instead (docs/tier-model.md, "Recycling
+  // fast pages"). The cost model charges it where the fast pool's pages run out (SimOptions::pool_bytes).
+  // The presets carry the figure measured on this project's 2-core VM (4 KiB pages); managed mode
+  // measures its own machine's at start (preload/fault_cost.h).
+  double fault_ns_per_byte = 0.7;
 
   // Modeled extra time of one access served by the slow tier instead of the fast one, used by the
   // planner to value objects (the cost model applies the per-phase formula instead).
@@ -60,6 +66,7 @@ bool memory_system_preset(std::string_view name, MemorySystem* out, std::string*
 
 // Applies "key = value" settings (or a flat JSON object with the same keys) to *m. Keys:
 // base (a preset name, applied first), name, migration_bw_gbps, migration_setup_ns, mlp, access_bytes, stream_share,
+// fault_ns_per_byte,
 // fast.latency_ns, fast.read_bw_gbps, fast.write_bw_gbps, slow.latency_ns, slow.read_bw_gbps,
 // slow.write_bw_gbps. '#' starts a comment. Unknown keys, bad numbers and invalid results are
 // errors that name the line. *m is unchanged on failure.

@@ -94,6 +94,8 @@ Outcome execute(const StepProfile& profile, double budget_fraction) {
   EXPECT_TRUE(index.build(profile, &error)) << error;
   MemorySystem mem;
   EXPECT_TRUE(memory_system_preset("cxl", &mem, &error));
+  // The plans' moves are what this runs: without the fast pool's fault cost, which makes them static.
+  mem.fault_ns_per_byte = 0;
   // Latency-bound, as the plans this test executes were made: with the preset's streamed share the
   // synthetic DNN's plan at some budgets moves nothing, and the executor's moves are what it tests.
   mem.stream_share = 0;

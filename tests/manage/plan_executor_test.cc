@@ -110,6 +110,38 @@ TEST_F(ExecutorTest, ARefusedPrefetchWaitsForTheRoomAndKeepsTheOrder) {
   EXPECT_LE(sink.peak_fast, 4600u);
 }
 
+// The runtime takes a prefetch's fast memory when the move starts (preload/migration.cc); one that finds
+// no room then is refused there and reported so. It waits again, first in line, is not counted as a
+// failure, and goes out again at the next object event (not on its own refusal, which would ask again at
+// once and forever).
+TEST_F(ExecutorTest, AMoveRefusedWhenItWasToStartWaitsAgainAndIsNotAFailure) {
+  FakeSink sink(1 << 20);
+  PlanExecutor ex(&sink);
+  ex.start(compile(), 0);
+  ASSERT_TRUE(sink.birth_fast(4000));
+  ex.on_alloc(ObjectRef{10, 1}, kA, 4000, Tier::kFast, 0, 0, 4);
+  ex.on_alloc(ObjectRef{11, 1}, kB, 2000, Tier::kFast, 0, 1, 4);  // A's eviction
+  sink.complete_next(ex);
+  ex.on_alloc(ObjectRef{12, 1}, kC, 500, Tier::kFast, 0, 2, 4);   // A's prefetch
+  ASSERT_EQ(sink.issued.size(), 2u);
+  const test::RequestedMove prefetch = sink.queue.front();
+  sink.queue.pop_front();
+  sink.fast -= prefetch.bytes;  // the sink's room comes back: the move never started
+  ex.on_move_done(prefetch.ref, prefetch.to, false, /*refused=*/true);
+  EXPECT_EQ(sink.issued.size(), 2u);  // not asked again on its own refusal
+  EXPECT_EQ(ex.stats().moves_failed, 0u);
+  EXPECT_EQ(ex.stats().moves_deferred, 1u);
+  Tier t;
+  bool moving = true;
+  ASSERT_TRUE(ex.tier_of(kA, &t, &moving));
+  EXPECT_FALSE(moving);
+  EXPECT_EQ(t, Tier::kSlow);
+  ex.on_free(ObjectRef{11, 1});  // the next object event: it goes out again
+  ASSERT_EQ(sink.issued.size(), 3u);
+  EXPECT_EQ(sink.issued[2].to, Tier::kFast);
+  EXPECT_EQ(sink.issued[2].ref.slot, 10u);
+}
+
 TEST_F(ExecutorTest, BudgetHoldsAtEveryInstantWhateverTheSinkRefuses) {
   FakeSink sink(4500);
   PlanExecutor ex(&sink);

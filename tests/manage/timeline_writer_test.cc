@@ -104,6 +104,7 @@ TEST(TimelineWriter, DeltaRecordsReadBackAsTheExecutorsStateAtEveryPhase) {
   ASSERT_TRUE(index.build(profile, &error)) << error;
   MemorySystem mem;
   ASSERT_TRUE(memory_system_preset("cxl", &mem, &error));
+  mem.fault_ns_per_byte = 0;  // a plan with moves (with the fast pool's fault cost it is static)
   PlannerConfig config;
   config.budget_fraction = 0.2;
   Plan plan;

@@ -237,6 +237,57 @@ TEST(EngineQueue, TeardownWithQueuedWorkEndsEveryMove) {
   Engine never_started(EngineConfig{});  // destroying an engine that never ran is fine
 }
 
+// The owner is asked when a move is to start, after the moves queued ahead of it ended (the runtime takes
+// a prefetch's fast memory then: preload/migration.cc). A refused move touches no page and ends as
+// failed, reason kRefused; the others run in queue order.
+class GateOwner : public RecordingOwner {
+ public:
+  bool on_move_starting(uint64_t object_id, uint64_t, int target_node) override {
+    std::lock_guard<std::mutex> g(mu);
+    asked.push_back(object_id);
+    // What ended before this one started: the queue is one channel, first in, first out.
+    ended_before.push_back(calls.size());
+    target = target_node;
+    return object_id != refuse;
+  }
+  uint64_t refuse = 0;
+  int target = -1;
+  std::vector<uint64_t> asked;
+  std::vector<size_t> ended_before;
+};
+
+TEST(EngineQueue, TheOwnerIsAskedWhenAMoveStartsAndMayRefuseIt) {
+  Mapping m(64 << 10);
+  ASSERT_TRUE(m.ok());
+  GateOwner owner;
+  owner.refuse = 2;
+  EngineConfig cfg;
+  cfg.owner = &owner;
+  Engine e(cfg);
+  std::string err;
+  ASSERT_TRUE(e.start(&err)) << err;
+  std::vector<Ticket> t;
+  for (uint64_t id : {1, 2, 3}) t.push_back(e.enqueue(id, 1, m.addr, m.len, 0, Priority::kNormal));
+  MoveResult refused;
+  EXPECT_EQ(e.wait(t[0], kForever), State::kDone);
+  EXPECT_EQ(e.wait(t[1], kForever, &refused), State::kFailed);
+  EXPECT_EQ(refused.reason, FailReason::kRefused);
+  EXPECT_EQ(refused.pages_moved, 0u);
+  EXPECT_EQ(e.wait(t[2], kForever), State::kDone);
+  e.stop();
+  EXPECT_EQ(owner.asked, (std::vector<uint64_t>{1, 2, 3}));
+  EXPECT_EQ(owner.ended_before, (std::vector<size_t>{0, 1, 2}));
+  EXPECT_EQ(owner.target, 0);
+  const auto calls = owner.snapshot();
+  ASSERT_EQ(calls.size(), 3u);  // the refused move is reported finished too
+  EXPECT_EQ(calls[1].object_id, 2u);
+  EXPECT_EQ(calls[1].result.reason, FailReason::kRefused);
+  const StatsSnapshot s = e.snapshot();
+  EXPECT_EQ(s.refused_at_start, 1u);
+  EXPECT_EQ(s.moves_done, 2u);
+  EXPECT_EQ(s.moves_failed, 0u);  // a refusal is not a failed move
+}
+
 class MaskOwner : public Owner {
  public:
   void on_move_finished(uint64_t, uint64_t, const MoveResult&) override {

@@ -142,6 +142,63 @@ TEST(CostModel, InFlightCopiesOccupyFastMemory) {
   EXPECT_GT(f.run(pl, opt).budget_violations, 0u);
 }
 
+// The fast pool (cost_model.h): freed fast objects park their pages for the next fast births; a prefetch
+// with no eviction ahead of it takes its room from parked pages, and a later birth faults them in.
+TEST(CostModel, FastPoolChargesTheFaultsOfPagesAPrefetchTookFromParkedOnes) {
+  // Object 1 (persistent, slow) prefetched at event 2 for its use in phase 3, evicted at event 4; object 2
+  // born fast at event 6, used there, freed at event 7. Both 4 MiB.
+  Fixture f(make_profile(8, kPhase, {persistent(1, 4 * kMiB, 8, {3}), test::object(2, 4 * kMiB, 6, 6, {6})}));
+  f.mem.fault_ns_per_byte = 0.5;
+  Plan pl = f.plan(Tier::kSlow);
+  pl.birth_tier[2] = Tier::kFast;
+  pl.events[2] = {{1, MoveKind::kPrefetch}};
+  pl.events[4] = {{1, MoveKind::kEvict}};
+  SimOptions opt;
+  opt.pool_bytes = 4 * kMiB;  // one object's worth
+  const SimResult tight = f.run(pl, opt);
+  // Every step: the prefetch drops object 2's parked pages for its room, object 2 faults them in again.
+  EXPECT_EQ(tight.trimmed_bytes, 4 * kMiB);
+  EXPECT_EQ(tight.fresh_bytes, 4 * kMiB);
+  EXPECT_DOUBLE_EQ(tight.fault_ns, 0.5 * 4 * kMiB);
+  const SimResult no_pool = f.run(pl);
+  EXPECT_EQ(no_pool.fresh_bytes, 0u);
+  EXPECT_DOUBLE_EQ(tight.step_ns - no_pool.step_ns, tight.fault_ns);
+  // With room for both, nothing is dropped and the birth finds its parked pages.
+  opt.pool_bytes = 8 * kMiB;
+  const SimResult roomy = f.run(pl, opt);
+  EXPECT_EQ(roomy.trimmed_bytes, 0u);
+  EXPECT_EQ(roomy.fresh_bytes, 0u);
+  EXPECT_DOUBLE_EQ(roomy.step_ns, no_pool.step_ns);
+}
+
+TEST(CostModel, APrefetchBehindAnEvictionTakesTheEvictionsRoom) {
+  // Object 3 (persistent, fast) evicted at event 1, object 1 prefetched at event 1 behind it on the one
+  // channel: the eviction has given its room back when the prefetch starts. No page is dropped.
+  Fixture f(make_profile(8, kPhase, {persistent(1, 4 * kMiB, 8, {3}), persistent(3, 4 * kMiB, 8, {0}),
+                                     test::object(2, 4 * kMiB, 6, 6, {6})}));
+  Plan pl = f.plan(Tier::kSlow);
+  pl.birth_tier[2] = Tier::kFast;
+  pl.birth_tier[3] = Tier::kFast;
+  pl.events[1] = {{3, MoveKind::kEvict}, {1, MoveKind::kPrefetch}};
+  pl.events[4] = {{1, MoveKind::kEvict}};
+  pl.events[7] = {{3, MoveKind::kPrefetch}};
+  SimOptions opt;
+  opt.pool_bytes = 8 * kMiB;
+  const SimResult r = f.run(pl, opt);
+  EXPECT_EQ(r.trimmed_bytes, 0u);
+  EXPECT_EQ(r.fresh_bytes, 0u);
+  EXPECT_DOUBLE_EQ(r.fault_ns, 0);
+}
+
+TEST(CostModel, APoolThatHoldsThePeakChargesNothing) {
+  Fixture f(make_profile(4, kPhase, {test::object(1, 4 * kMiB, 1, 2, {1}), test::object(2, 8 * kMiB, 2, 3, {2})}));
+  SimOptions opt;
+  opt.pool_bytes = f.index.peak_bytes();  // all-DRAM: no budget
+  const SimResult r = f.run(f.plan(Tier::kFast), opt);
+  EXPECT_EQ(r.fresh_bytes, 0u);
+  EXPECT_DOUBLE_EQ(r.step_ns, 4.0 * kPhase);
+}
+
 TEST(CostModel, RejectsPlansThatDoNotMatch) {
   Fixture f(make_profile(4, kPhase, {persistent(1, kMiB, 4, {1})}));
   Plan pl = f.plan(Tier::kFast);

@@ -38,10 +38,12 @@ struct PlanEnv {
     EXPECT_EQ(check_plan_budget(index, out, mem, budget, nullptr), 0u);
     return out;
   }
-  // The replay of plan `p` (moves recorded) on `m`, or on this memory system.
+  // The replay of plan `p` (moves recorded) on `m`, or on this memory system, with the fast pool of the
+  // budget as the planner models it (cost_model.h).
   SimResult eval(const Plan& p, uint64_t budget = 0, const MemorySystem* m = nullptr) const {
     SimOptions opt;
     opt.budget_bytes = budget;
+    opt.pool_bytes = budget;
     opt.record_moves = true;
     SimResult r;
     std::string err;

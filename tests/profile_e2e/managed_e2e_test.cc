@@ -109,6 +109,10 @@ TEST(ManagedE2E, EveryStepAfterThePlanIsManagedAndTheOutputIsUnchanged) {
   EXPECT_EQ(m.stats["managed_steps"].get<int64_t>() + m.stats["fallback_steps"].get<int64_t>(), last - first + 1);
   EXPECT_EQ(m.stats["fallback_steps"], 0);
   EXPECT_EQ(m.stats["live_bytes_at_exit"], 0);
+  // The planner charged recycled fast pages at what this machine measured (preload/fault_cost.h).
+  EXPECT_GT(m.stats["fault_ns_per_byte_planned"].get<double>(), 0.0);
+  EXPECT_LT(m.stats["fault_ns_per_byte_planned"].get<double>(), 1000.0);
+  EXPECT_TRUE(m.stats["plan_fresh_bytes_per_step"].is_number_unsigned());
   // The executed timeline reads back and replays through the cost model next to the planned policies.
   ExecutedTimeline t;
   std::string error;

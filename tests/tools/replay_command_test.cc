@@ -114,7 +114,9 @@ TEST(ReplayCli, OptimalRowCarriesTheSolverStatus) {
     EXPECT_TRUE(opt.contains(k)) << k;
   const std::string status = opt["solver_status"];
   EXPECT_TRUE(status == "optimal" || status == "best-found") << status;
-  EXPECT_LE(opt["step_time_ns"].get<double>(), opt["discrete_step_time_ns"].get<double>() * (1 + 1e-9));
+  // The discretised model has no fast pool: the fault time the replay adds is left out of the comparison.
+  EXPECT_LE(opt["step_time_ns"].get<double>() - opt["fault_ns"].get<double>(),
+            opt["discrete_step_time_ns"].get<double>() * (1 + 1e-9));
   EXPECT_GE(opt["step_time_ns"].get<double>(), opt["lower_bound_ns"].get<double>() * (1 - 1e-9));
   EXPECT_LE(opt["solver_bound_ns"].get<double>(), opt["discrete_step_time_ns"].get<double>() * (1 + 1e-9));
   // Too large: a clear message, no solve.

@@ -51,8 +51,9 @@ def mlp(features, width, classes, hidden=1):
     return nn.Sequential(*layers, nn.Linear(width, classes))
 
 
-def report(args, name, losses, step_seconds=None):
-    """losses: one float per optimizer step, in order; step_seconds, when given, each step's wall time."""
+def report(args, name, losses, step_seconds=None, step_kernel=None):
+    """losses: one float per optimizer step, in order; step_seconds, when given, each step's wall time;
+    step_kernel, when given, each step's (system CPU seconds, minor page faults) of the whole process."""
     hexed = [float(v).hex() for v in losses]
     if not args.quiet:
         for i, v in enumerate(losses):
@@ -62,4 +63,7 @@ def report(args, name, losses, step_seconds=None):
             out = {"model": name, "steps": len(losses), "losses": hexed}
             if step_seconds is not None:
                 out["step_seconds"] = step_seconds
+            if step_kernel is not None:
+                out["step_system_seconds"] = [k[0] for k in step_kernel]
+                out["step_minor_faults"] = [k[1] for k in step_kernel]
             json.dump(out, f)

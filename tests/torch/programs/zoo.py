@@ -2,6 +2,7 @@
 """A torchvision classification model trained from scratch the way its reference recipes do it: SGD with
 momentum and weight decay, a StepLR schedule, cross entropy with label smoothing; random batches (seeded),
 or torchvision.datasets.FakeData with transforms through a DataLoader with worker processes."""
+import resource
 import time
 
 import torch
@@ -52,8 +53,8 @@ def main():
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
     scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=max(1, args.steps // 3), gamma=0.1)
     criterion = nn.CrossEntropyLoss(label_smoothing=0.1)
-    losses, times = [], []
-    t = time.perf_counter()
+    losses, times, kernel = [], [], []
+    t, u = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF)
     for x, y in (fake_data(args) if args.fake_data else batches(args)):
         mark()
         optimizer.zero_grad()
@@ -66,10 +67,11 @@ def main():
         optimizer.step()
         scheduler.step()
         losses.append(loss.item())
-        now = time.perf_counter()
+        now, used = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF)
         times.append(now - t)
-        t = now
-    report(args, args.arch, losses, times if args.step_times else None)
+        kernel.append((used.ru_stime - u.ru_stime, used.ru_minflt - u.ru_minflt))
+        t, u = now, used
+    report(args, args.arch, losses, times if args.step_times else None, kernel if args.step_times else None)
 
 
 if __name__ == "__main__":

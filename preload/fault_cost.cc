@@ -1,0 +1,45 @@
+#include "fault_cost.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "core/size_class.h"
+#include "os/measure_clock.h"
+#include "os/os.h"
+
+namespace sentinel::rt {
+namespace {
+
+constexpr uint64_t kBytes = 2ull << 20;
+constexpr int kRounds = 3;
+
+void touch(char* p, uint64_t bytes) {
+  for (uint64_t off = 0; off < bytes; off += kPageSize) *static_cast<volatile char*>(p + off) = 1;
+}
+
+}  // namespace
+
+FaultCost measure_fault_cost() noexcept {
+  FaultCost c;
+  void* m = os::mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m == MAP_FAILED) return c;
+  char* p = static_cast<char*>(m);
+  os::madvise(p, kBytes, MADV_NOHUGEPAGE);
+  touch(p, kBytes);  // a range that never had pages costs less to drop than a recycled one
+  double best = -1;
+  for (int round = 0; round < kRounds; ++round) {
+    const uint64_t t0 = os::measure_ns();
+    if (os::madvise(p, kBytes, MADV_DONTNEED) != 0) break;
+    touch(p, kBytes);
+    const double ns = static_cast<double>(os::measure_ns() - t0) / static_cast<double>(kBytes);
+    best = best < 0 ? ns : std::min(best, ns);
+  }
+  os::munmap(m, kBytes);
+  c.valid = best > 0;
+  c.ns_per_byte = best;
+  return c;
+}
+
+}  // namespace sentinel::rt

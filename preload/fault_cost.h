@@ -1,0 +1,25 @@
+// What recycling a fast page costs on this machine, for the in-process planner
+// (MemorySystem::fault_ns_per_byte): a parked page dropped to make room (MADV_DONTNEED, as a trim does)
+// and the fresh page a later birth faults in and the kernel zeroes instead. Those are what moves that take
+// parked pages' room cost the program (plan/cost_model.h), and a VM's are several times a bare-metal
+// server's, so managed mode plans with its own machine's figure rather than a preset's.
+//
+// 4 KiB pages: in a training process the recycling of huge-page extents cost about what 4 KiB pages do
+// here, although a quiet measurement of huge pages says 6x less (docs/tier-model.md, "Recycling fast
+// pages"), so one figure serves both.
+//
+// Runs on the service thread before the first plan (a few ms): maps 2 MiB of its own, faults them in, then
+// three times drops them and faults them in again page by page, keeps the fastest round, unmaps them.
+// Timed with the step clock (os/measure_clock.h): virtual time in the two-node guest.
+#pragma once
+
+namespace sentinel::rt {
+
+struct FaultCost {
+  bool valid = false;
+  double ns_per_byte = 0;
+};
+
+FaultCost measure_fault_cost() noexcept;
+
+}  // namespace sentinel::rt

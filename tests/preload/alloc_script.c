@@ -1,0 +1,61 @@
+/* Allocates, frees and moves objects as its arguments say, in order, touching every page of each new
+ * object:
+ *   aN=SIZE  allocate slot N (0..63) with SIZE bytes (suffix K or M), and write all of it
+ *   fN       free slot N
+ *   mN@M     queue a move of slot N to the node slot M's object is on (sentinel_move_object)
+ *   w        wait for every move queued so far (refused or failed ones too)
+ * For tests that need an exact sequence of births, frees and moves (parked_room_test.cc). The API is
+ * looked up at run time: the program runs with and without the preload. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int (*node_fn)(const void*);
+typedef uint64_t (*move_fn)(const void*, int);
+typedef int (*wait_fn)(uint64_t, int);
+
+int main(int argc, char** argv) {
+  void* slot[64] = {0};
+  uint64_t tickets[64];
+  int queued = 0;
+  const node_fn node_of = (node_fn)dlsym(RTLD_DEFAULT, "sentinel_object_node");
+  const move_fn move = (move_fn)dlsym(RTLD_DEFAULT, "sentinel_move_object");
+  const wait_fn wait = (wait_fn)dlsym(RTLD_DEFAULT, "sentinel_wait_move");
+  for (int i = 1; i < argc; ++i) {
+    const char* a = argv[i];
+    if (a[0] == 'w') {
+      /* A refused or failed move is fine (the tests read the stats); one still running after a minute is not. */
+      for (int t = 0; t < queued; ++t) {
+        if (wait == NULL || (tickets[t] != 0 && wait(tickets[t], 60000) == 0)) return 4;
+      }
+      queued = 0;
+      continue;
+    }
+    char* end = NULL;
+    const long n = strtol(a + 1, &end, 10);
+    if (n < 0 || n >= 64) return 2;
+    if (a[0] == 'f') {
+      free(slot[n]);
+      slot[n] = NULL;
+    } else if (a[0] == 'm' && *end == '@') {
+      const long to = strtol(end + 1, NULL, 10);
+      if (to < 0 || to >= 64 || move == NULL || node_of == NULL || queued == 64) return 4;
+      tickets[queued++] = move(slot[n], node_of(slot[to]));
+    } else if (a[0] == 'a' && *end == '=') {
+      char* unit = NULL;
+      unsigned long long bytes = strtoull(end + 1, &unit, 10);
+      if (*unit == 'K') bytes <<= 10;
+      if (*unit == 'M') bytes <<= 20;
+      slot[n] = malloc(bytes);
+      if (slot[n] == NULL) return 3;
+      memset(slot[n], (int)n + 1, bytes);
+    } else {
+      return 2;
+    }
+  }
+  for (int n = 0; n < 64; ++n) free(slot[n]);
+  return 0;
+}

@@ -1,0 +1,91 @@
+// Room for a fast birth or a prefetch under a budget full of parked extents (preload/runtime.cc,
+// make_fast_room; preload/migration.cc). Parked pages are dropped only when dropping them lets the birth
+// fit: before, a birth that could not fit even with every parked page dropped dropped them all the same
+// and went slow, and their class faulted them in again at its next birth. A prefetch takes its room when
+// it starts, after the evictions queued ahead of it: before, it took it when queued, found the evictions'
+// bytes still counted, and dropped parked pages for room that was about to be free. alloc_script (see
+// there) under the preload, first-touch under a small bytes budget, a dry run (the slow node simulated,
+// so the budget's placer and the migration engine run on one node).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "../common/temp_dir.h"
+
+namespace {
+
+nlohmann::json run_script(const std::string& script, const char* budget = "4M") {
+  sentinel::testing::TempDir dir("sentinel-parked-room");
+  EXPECT_TRUE(dir.ok());
+  const std::string stats = dir.file("stats.json");
+  const std::string command = "env LD_PRELOAD=" SENTINEL_LIB " SENTINEL_MODE=track SENTINEL_DRY_RUN=1 "
+                              "SENTINEL_FAST_BUDGET=" + std::string(budget) + " SENTINEL_STATS=" + stats + " " ALLOC_SCRIPT " " + script +
+                              " 2>&1";
+  FILE* p = popen(command.c_str(), "r");
+  EXPECT_NE(p, nullptr);
+  std::string output;
+  char line[512];
+  while (p != nullptr && std::fgets(line, sizeof line, p) != nullptr) output += line;
+  EXPECT_EQ(p == nullptr ? -1 : pclose(p), 0) << output;
+  std::ifstream in(stats);
+  EXPECT_TRUE(in) << output;
+  return nlohmann::json::parse(in, nullptr, false);
+}
+
+uint64_t get(const nlohmann::json& j, const char* key) { return j.at(key).get<uint64_t>(); }
+
+constexpr uint64_t kKiB = 1024, kMiB = 1024 * 1024;
+
+TEST(ParkedRoom, ParkedPagesThatCannotMakeRoomAreKeptForTheirClass) {
+  // 3 MiB live and 512 KiB parked: a 2 MiB birth cannot fit (1.5 MiB short, 512 KiB parked) and goes
+  // slow; the parked extent is then still there for the next 512 KiB birth.
+  const nlohmann::json j = run_script("a0=3M a1=512K f1 a2=2M a3=512K");
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(get(j, "extents_trimmed"), 0u) << j.dump(1);
+  EXPECT_EQ(get(j, "parked_fast_reuses"), 1u) << j.dump(1);
+  EXPECT_EQ(get(j, "forced_slow_allocations"), 1u) << j.dump(1);
+  // Only the first two objects faulted their pages in on the fast node; the reused one did not.
+  EXPECT_EQ(get(j, "empty_birth_bytes_fast"), 3 * kMiB + 512 * kKiB) << j.dump(1);
+  EXPECT_EQ(get(j, "empty_birth_bytes_slow"), 2 * kMiB) << j.dump(1);
+}
+
+TEST(ParkedRoom, ParkedPagesAreDroppedWhereThatMakesRoom) {
+  // A 768 KiB birth is 256 KiB short: dropping the 512 KiB parked extent makes room, and it goes fast.
+  const nlohmann::json j = run_script("a0=3M a1=512K f1 a2=768K");
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(get(j, "extents_trimmed"), 1u) << j.dump(1);
+  EXPECT_EQ(get(j, "parked_fast_trimmed_bytes"), 512 * kKiB) << j.dump(1);
+  EXPECT_EQ(get(j, "forced_slow_allocations"), 0u) << j.dump(1);
+  EXPECT_LE(get(j, "peak_fast_bytes"), 4 * kMiB);
+}
+
+TEST(ParkedRoom, APrefetchTakesTheRoomOfTheEvictionQueuedAheadOfIt) {
+  // Budget 2 MiB: object 0 fast, object 1 fast then freed (parked), object 2 born slow (no room). Then
+  // object 0 is evicted and object 2 prefetched right behind it, on the one channel: the prefetch fits
+  // in the room the eviction gives back, the parked extent stays, and object 3 of its class reuses it.
+  const nlohmann::json j = run_script("a0=1M a1=1M a2=1M f1 m0@2 m2@0 w a3=1M", "2M");
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(get(j, "migrations_done"), 2u) << j.dump(1);
+  EXPECT_EQ(get(j, "migrations_refused_budget"), 0u) << j.dump(1);
+  EXPECT_EQ(get(j, "extents_trimmed"), 0u) << j.dump(1);
+  EXPECT_EQ(get(j, "parked_fast_reuses"), 1u) << j.dump(1);
+  EXPECT_EQ(get(j, "empty_birth_bytes_fast"), 2 * kMiB) << j.dump(1);
+  EXPECT_LE(get(j, "peak_fast_bytes"), 2 * kMiB);
+}
+
+TEST(ParkedRoom, APrefetchWithNoRoomWhenItStartsIsRefusedAndLeavesTheObjectWhereItWas) {
+  // The same without the eviction and the free: two objects hold the budget, nothing is parked, so the
+  // prefetch is refused when it starts; object 2 stays slow, and the books balance at exit.
+  const nlohmann::json j = run_script("a0=1M a1=1M a2=1M m2@0 w", "2M");
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(get(j, "migrations_done"), 0u) << j.dump(1);
+  EXPECT_EQ(get(j, "migrations_refused_budget"), 1u) << j.dump(1);
+  EXPECT_EQ(get(j, "fast_live_bytes_at_exit"), 0u) << j.dump(1);
+  EXPECT_EQ(get(j, "slow_live_bytes_at_exit"), 0u) << j.dump(1);
+  EXPECT_EQ(get(j, "placer_release_errors"), 0u) << j.dump(1);
+}
+
+}  // namespace

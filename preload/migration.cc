@@ -68,8 +68,8 @@ class RuntimeOwner final : public migrate::Owner {
     (void)target_node;
     ObjectRecord& r = g_state.heap.record(static_cast<uint32_t>(object_id));
     if (!claimed_by(r, static_cast<uint32_t>(life)) || r.move_reserved != 0) return true;
-    make_fast_room(r.extent_bytes);
-    if (!g_state.placer.begin_move(place::kFastPool, r.extent_bytes)) {
+    make_fast_room(r.charge);
+    if (!g_state.placer.begin_move(place::kFastPool, r.charge)) {
       g_refused_budget.fetch_add(1, std::memory_order_relaxed);
       return false;
     }
@@ -102,7 +102,7 @@ class RuntimeOwner final : public migrate::Owner {
     if (partly_fast) g_partial_moves_counted_fast.fetch_add(1, std::memory_order_relaxed);
     const bool moved = result.state == migrate::State::kDone || partly_fast;
     const uint8_t from = r.pool.load(std::memory_order_relaxed);
-    g_state.placer.end_move(from, r.move_to_pool, r.extent_bytes, moved);
+    g_state.placer.end_move(from, r.move_to_pool, r.charge, moved);
     if (moved) {
       r.pool.store(r.move_to_pool, std::memory_order_relaxed);
       r.bound_node_plus1.store(static_cast<uint16_t>(result.target_node + 1), std::memory_order_relaxed);
@@ -159,7 +159,7 @@ migrate::Ticket migration_move_slot(uint32_t slot, uint32_t generation, uint8_t 
   }
   // A move to the fast pool is counted there when it starts (RuntimeOwner::on_move_starting).
   const bool reserve_now = to != place::kFastPool;
-  if (reserve_now && !g_state.placer.begin_move(to, r.extent_bytes)) {
+  if (reserve_now && !g_state.placer.begin_move(to, r.charge)) {
     g_refused_budget.fetch_add(1, std::memory_order_relaxed);
     drop_claim(slot, generation);
     return {};
@@ -170,7 +170,7 @@ migrate::Ticket migration_move_slot(uint32_t slot, uint32_t generation, uint8_t 
       engine->enqueue(slot, generation, reinterpret_cast<void*>(r.start), r.extent_bytes, node, priority,
                       migrate::Neighbours::kShareNoLargeFolio);  // the heap's layout (object_heap.h)
   if (!t.valid()) {
-    if (reserve_now) g_state.placer.end_move(r.pool.load(std::memory_order_relaxed), to, r.extent_bytes, false);
+    if (reserve_now) g_state.placer.end_move(r.pool.load(std::memory_order_relaxed), to, r.charge, false);
     drop_claim(slot, generation);
   }
   return t;
@@ -200,7 +200,7 @@ bool migration_on_free(uint32_t slot) noexcept {
   if (engine->cancel(slot, generation) == migrate::CancelResult::kCancelled) {
     // Dropped from the queue before it ran: no callback will come; undo its accounting here.
     if (r.move_reserved != 0) {
-      g_state.placer.end_move(r.pool.load(std::memory_order_relaxed), r.move_to_pool, r.extent_bytes, false);
+      g_state.placer.end_move(r.pool.load(std::memory_order_relaxed), r.move_to_pool, r.charge, false);
     }
     end_claim(r, generation);
     return false;

@@ -38,6 +38,9 @@ struct Counters {
   // Extent bytes of objects born into extents with no resident pages (fresh, returned, or taken from the
   // other pool): what the kernel faults in and zeroes when the program touches them, by pool.
   std::atomic<uint64_t> empty_birth_bytes[2] = {};
+  // Parked extents of a larger class taken by a smaller object: bytes of their pages past its class,
+  // dropped and out of the budget (runtime.cc, drop_tail).
+  std::atomic<uint64_t> parked_tails_dropped_bytes{0};
 };
 
 struct State {

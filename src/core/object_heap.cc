@@ -176,6 +176,7 @@ uint32_t ObjectHeap::allocate(uint64_t size, uint64_t align, uint8_t pool, bool*
   if (fresh) {
     r.start = start;
     r.extent_bytes = class_pages(cls) * kPageSize;
+    r.charge = r.extent_bytes;
     r.size_class = static_cast<uint16_t>(cls);
     r.pool.store(pool, std::memory_order_relaxed);
     r.generation.store(0, std::memory_order_relaxed);
@@ -210,7 +211,8 @@ uint32_t ObjectHeap::classes_end(uint32_t cls, uint64_t max_extent_bytes) noexce
   return end;
 }
 
-uint32_t ObjectHeap::take_resident(uint64_t size, uint64_t align, uint8_t pool, uint64_t max_extent_bytes) noexcept {
+uint32_t ObjectHeap::take_resident(uint64_t size, uint64_t align, uint8_t pool, uint64_t max_extent_bytes,
+                                   uint64_t min_charge) noexcept {
   uint32_t cls;
   if (!request_class(size, &align, pool, &cls)) return kNoSlot;
   const uint32_t end = classes_end(cls, max_extent_bytes);
@@ -222,7 +224,10 @@ uint32_t ObjectHeap::take_resident(uint64_t size, uint64_t align, uint8_t pool, 
   uint32_t slot = kNoSlot;
   {
     SpinGuard guard(lock_);
-    for (uint32_t c = cls; c < end && slot == kNoSlot; ++c) slot = pop_list_locked(c, pool, 1, align);
+    for (uint32_t c = cls; c < end && slot == kNoSlot; ++c) {
+      const uint32_t head = cache_head_[c][pool][1];
+      if (head != 0 && records_[head - 1].charge >= min_charge) slot = pop_list_locked(c, pool, 1, align);
+    }
   }
   if (slot == kNoSlot) return kNoSlot;
   begin_life(slot, size);
@@ -282,7 +287,7 @@ uint64_t ObjectHeap::trim_cached(uint8_t pool, uint64_t bytes) noexcept {
       stats_.cached_resident_bytes -= r.extent_bytes;
       r.next_cached = taken;
       taken = slot;
-      taken_bytes += r.extent_bytes;
+      taken_bytes += r.charge;
     };
     // Every page dropped faults in again when its class is next used: one extent of the smallest class
     // that covers the request drops the fewest; failing that, the largest classes first.
@@ -303,7 +308,7 @@ uint64_t ObjectHeap::trim_cached(uint8_t pool, uint64_t bytes) noexcept {
     ObjectRecord& r = records_[slot];
     if (os::madvise(reinterpret_cast<void*>(r.start), r.extent_bytes, MADV_DONTNEED) == 0) {
       r.resident = false;
-      dropped += r.extent_bytes;
+      dropped += r.charge;
     }
   }
   SpinGuard guard(lock_);

@@ -59,6 +59,9 @@ inline constexpr uint64_t move_claim_word(uint32_t generation, uint8_t flags) {
 //   state, generation, move_claim    allocate() (generation + 1, claim word of the new life, then kLive with
 //                                    release); free() (kLive -> kCached, one CAS); the migration claim
 //                                    protocol (move_claim, CAS only). Atomics: read with acquire by anyone.
+//   charge                           the thread that allocates the object, before the pointer is returned;
+//                                    read by whoever hands the extent back (free, a move's end) and, while
+//                                    the extent is cached, by the heap under its lock.
 //   size, site, occurrence, tag      the thread that allocates the object, before the pointer is returned;
 //                                    then the threads that hold the pointer (realloc in place writes size;
 //                                    free and malloc_usable_size read). Nobody else reads them: the service
@@ -76,6 +79,12 @@ struct ObjectRecord {
   uintptr_t start = 0;
   uint64_t extent_bytes = 0;
   uint64_t size = 0;        // bytes the program asked for; 0 while cached
+  // Bytes the fast budget counts for the extent (the runtime's books, preload/runtime.cc): its extent bytes
+  // (set when it is carved), or fewer when an object of a smaller class took it (a parked extent of up to
+  // twice its class) and the pages past its own class were dropped; the object may use only those
+  // (malloc_usable_size). Kept while the extent is cached: what its parked pages count. allocate() and
+  // take_resident() leave it as the extent's last life set it; the runtime sets the new life's.
+  uint64_t charge = 0;
   uint64_t tag = 0;         // call-site hash mixed with the occurrence number within the step
   uint64_t site = 0;        // call-site hash
   uint32_t occurrence = 0;
@@ -136,9 +145,11 @@ class ObjectHeap {
 
   // A cached extent of `pool` with resident pages for `size` bytes: of the request's class, or failing
   // that of the smallest larger class whose extents are at most `max_extent_bytes` (reusing resident
-  // pages is cheaper than faulting the request's own class in). Never carves; the extent keeps its
-  // class. kNoSlot when there is none; a miss looks at the lists' heads without taking the lock.
-  uint32_t take_resident(uint64_t size, uint64_t align, uint8_t pool, uint64_t max_extent_bytes) noexcept;
+  // pages is cheaper than faulting the request's own class in), whose charge is at least `min_charge`.
+  // Never carves; the extent keeps its class and its charge. kNoSlot when there is none; a miss looks at
+  // the lists' heads without taking the lock.
+  uint32_t take_resident(uint64_t size, uint64_t align, uint8_t pool, uint64_t max_extent_bytes,
+                         uint64_t min_charge = 0) noexcept;
 
   // The slot whose extent starts exactly at p, or kNoSlot (interior or foreign pointer).
   uint32_t slot_of(const void* p) const noexcept;
@@ -151,8 +162,9 @@ class ObjectHeap {
 
   // Returns to the kernel the pages of cached resident extents of `pool` until at least `bytes` are
   // dropped or none is left: one extent of the smallest class that covers `bytes` if there is one, else
-  // the largest classes first. Returns the bytes whose pages were dropped. The extents stay
-  // cached (as returned ones). Holds the lock only to take extents out of and back into the cache.
+  // the largest classes first. Returns the charges (ObjectRecord::charge) of the extents whose pages
+  // were dropped. The extents stay cached (as returned ones). Holds the lock only to take extents out of
+  // and back into the cache.
   uint64_t trim_cached(uint8_t pool, uint64_t bytes) noexcept;
 
   ObjectRecord& record(uint32_t slot) noexcept { return records_[slot]; }

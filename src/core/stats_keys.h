@@ -86,6 +86,8 @@ inline constexpr const char kSlowLiveBytesAtExit[] = "slow_live_bytes_at_exit";
 inline constexpr const char kPlacerReleaseErrors[] = "placer_release_errors";
 inline constexpr const char kParkedFastReuses[] = "parked_fast_reuses";
 inline constexpr const char kParkedFastTrimmedBytes[] = "parked_fast_trimmed_bytes";
+// Parked extents of a larger class taken by a smaller object: their pages past its class, dropped.
+inline constexpr const char kParkedTailsDroppedBytes[] = "parked_tails_dropped_bytes";
 inline constexpr const char kBindFailures[] = "bind_failures";
 inline constexpr const char kRebindsMoving[] = "rebinds_moving";
 inline constexpr const char kBindsRehomed[] = "binds_rehomed";
@@ -164,7 +166,7 @@ inline constexpr const char kProfileSource[] = "profile_source";
 inline constexpr const char kPlansFromLocalRank0Profile[] = "plans_from_local_rank0_profile";
 inline constexpr const char kMode[] = "mode";
 
-inline constexpr std::array<std::string_view, 133> kAll = {
+inline constexpr std::array<std::string_view, 134> kAll = {
     kPid,
     kRank,
     kForkedChildren,
@@ -229,6 +231,7 @@ inline constexpr std::array<std::string_view, 133> kAll = {
     kPlacerReleaseErrors,
     kParkedFastReuses,
     kParkedFastTrimmedBytes,
+    kParkedTailsDroppedBytes,
     kBindFailures,
     kRebindsMoving,
     kBindsRehomed,

@@ -4,10 +4,12 @@
  *   fN       free slot N
  *   mN@M     queue a move of slot N to the node slot M's object is on (sentinel_move_object)
  *   w        wait for every move queued so far (refused or failed ones too)
+ *   uN       print "usable N BYTES": malloc_usable_size of slot N
  * For tests that need an exact sequence of births, frees and moves (parked_room_test.cc). The API is
  * looked up at run time: the program runs with and without the preload. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <malloc.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,7 +39,9 @@ int main(int argc, char** argv) {
     char* end = NULL;
     const long n = strtol(a + 1, &end, 10);
     if (n < 0 || n >= 64) return 2;
-    if (a[0] == 'f') {
+    if (a[0] == 'u') {
+      printf("usable %ld %zu\n", n, malloc_usable_size(slot[n]));
+    } else if (a[0] == 'f') {
       free(slot[n]);
       slot[n] = NULL;
     } else if (a[0] == 'm' && *end == '@') {

@@ -17,7 +17,7 @@
 
 namespace {
 
-nlohmann::json run_script(const std::string& script, const char* budget = "4M") {
+nlohmann::json run_script(const std::string& script, const char* budget = "4M", std::string* out = nullptr) {
   sentinel::testing::TempDir dir("sentinel-parked-room");
   EXPECT_TRUE(dir.ok());
   const std::string stats = dir.file("stats.json");
@@ -30,6 +30,7 @@ nlohmann::json run_script(const std::string& script, const char* budget = "4M") 
   char line[512];
   while (p != nullptr && std::fgets(line, sizeof line, p) != nullptr) output += line;
   EXPECT_EQ(p == nullptr ? -1 : pclose(p), 0) << output;
+  if (out != nullptr) *out = output;
   std::ifstream in(stats);
   EXPECT_TRUE(in) << output;
   return nlohmann::json::parse(in, nullptr, false);
@@ -60,6 +61,20 @@ TEST(ParkedRoom, ParkedPagesAreDroppedWhereThatMakesRoom) {
   EXPECT_EQ(get(j, "parked_fast_trimmed_bytes"), 512 * kKiB) << j.dump(1);
   EXPECT_EQ(get(j, "forced_slow_allocations"), 0u) << j.dump(1);
   EXPECT_LE(get(j, "peak_fast_bytes"), 4 * kMiB);
+}
+
+TEST(ParkedRoom, ASmallerObjectInALargerParkedExtentCountsOnlyItsOwnClass) {
+  // A 1200 KiB object (a 1.25 MiB extent class) takes the parked 2 MiB extent (up to twice its class):
+  // the pages past 1.25 MiB are dropped and leave the budget, so a 2.5 MiB object still fits beside it in
+  // 4 MiB (counting the whole 2 MiB extent it would not: 4.5 MiB). malloc_usable_size says 1.25 MiB.
+  std::string out;
+  const nlohmann::json j = run_script("a0=2M f0 a1=1200K u1 a2=2560K", "4M", &out);
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(get(j, "parked_fast_reuses"), 1u) << j.dump(1);
+  EXPECT_EQ(get(j, "parked_tails_dropped_bytes"), 768 * kKiB) << j.dump(1);
+  EXPECT_EQ(get(j, "forced_slow_allocations"), 0u) << j.dump(1);
+  EXPECT_LE(get(j, "peak_fast_bytes"), 4 * kMiB);
+  EXPECT_NE(out.find("usable 1 1310720"), std::string::npos) << out;
 }
 
 TEST(ParkedRoom, APrefetchTakesTheRoomOfTheEvictionQueuedAheadOfIt) {

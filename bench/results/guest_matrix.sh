@@ -68,9 +68,10 @@ for p in ${placements//,/ }; do
     linux-tiering-*|autonuma-*)
       # The kernel's own tiering (docs/results.md): demotion to the lower memory tier on, and NUMA
       # balancing in tiering mode (2, TPP's promotion with its default rate limit) or classic (1). Needs
-      # node 1 in a lower tier (run.sh --node1 kmem). One process per workload: after its first step
-      # guest_step.py locks node 0 but for the share of the process's anonymous memory (--node0-share)
-      # and records the pages per node from numa_maps at every step, which shows whether the share holds.
+      # node 1 in a lower tier (run.sh --node1 kmem). One process per workload, in a memory cgroup of its
+      # own: after every step guest_step.py demotes what node 0 holds of the process's anonymous memory
+      # above the share with the cgroup's memory.reclaim (--node0-share), and records the pages per node
+      # from numa_maps, which shows whether the share holds.
       if [[ $(ls -d "$tiers"/memory_tier* 2>/dev/null | wc -l) -lt 2 ]]; then
         echo "guest_matrix: $p needs node 1 in a lower memory tier (run.sh --node1 kmem); skipped" >&2; continue
       fi

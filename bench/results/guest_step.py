@@ -86,101 +86,57 @@ def anon_pages_per_node():
     return nodes
 
 
-def node_meminfo_kb(node, key):
-    with open(f"/sys/devices/system/node/node{node}/meminfo") as f:
-        for line in f:
-            parts = line.split()
-            if parts[2] == key + ":":
-                return int(parts[3])
-    return 0
+class NodeZeroShare:
+    """--node0-share P: holds this process's anonymous pages on node 0 at P of its anonymous memory with the
+    kernel's own proactive reclaim, the way a memory agent (Senpai, TMO) holds a target. The process runs
+    in a memory cgroup of its own from its start, and after every step, while node 0 holds more than P of
+    its pages (by more than 2 points), the excess is written to the cgroup's memory.reclaim. With
+    demotion on, reclaim in a cgroup demotes anonymous pages from node 0 to the lower tier (Linux 5.19 on;
+    the 6.1 guest has no swap, so demotion is all reclaim can do with them) and the kernel picks which:
+    the coldest of its LRU lists. NUMA balancing may promote pages back during the next step; the record
+    of each step has the share at its end (before the reclaim) and after the reclaim.
+    An earlier way, a filler process that mlocked node 0's free memory, left 36% of mlp on node 0 at a
+    target of 20%: the kernel made room from page cache and other processes' pages first."""
 
+    ROOT = "/sys/fs/cgroup"
 
-def node_high_watermark_pages(node):
-    """Sum of the high watermarks of the node's zones (/proc/zoneinfo): reclaim stops above it."""
-    total, here = 0, False
-    with open("/proc/zoneinfo") as f:
-        for line in f:
-            parts = line.split()
-            if line.startswith("Node "):
-                here = parts[1].rstrip(",") == str(node)
-            elif here and parts[:1] == ["high"]:
-                total += int(parts[1])
-    return total
+    def __init__(self, share):
+        if not os.path.exists("/sys/devices/system/node/node1/meminfo"):
+            raise SystemExit("--node0-share needs a second node to demote to (the kmem guest)")
+        self.share = share
+        if not os.path.exists(os.path.join(self.ROOT, "cgroup.controllers")):
+            os.makedirs(self.ROOT, exist_ok=True)
+            if os.system(f"mount -t cgroup2 none {self.ROOT}") != 0:
+                raise SystemExit(f"--node0-share: cannot mount cgroup2 on {self.ROOT}")
+        with open(os.path.join(self.ROOT, "cgroup.subtree_control"), "w") as f:
+            f.write("+memory")
+        self.group = os.path.join(self.ROOT, f"guest-step-{os.getpid()}")
+        os.makedirs(self.group, exist_ok=True)
+        with open(os.path.join(self.group, "cgroup.procs"), "w") as f:
+            f.write(str(os.getpid()))
+        if not os.path.exists(os.path.join(self.group, "memory.reclaim")):
+            raise SystemExit("--node0-share: the kernel has no memory.reclaim (Linux 5.19 or later)")
 
-
-# The node-0 filler of --node0-share: a child bound to node 0 that locks memory there (mlocked pages are
-# never demoted or reclaimed), so that the rest of node 0 holds only the share of the program.
-FILLER = r"""
-import ctypes, mmap, sys
-libc = ctypes.CDLL(None, use_errno=True)
-held = []
-def lock(n):
-    if n <= 0:
-        return
-    m = mmap.mmap(-1, n, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-    addr = ctypes.addressof((ctypes.c_char * n).from_buffer(m))
-    if libc.mlock(ctypes.c_void_p(addr), ctypes.c_size_t(n)) != 0:
-        sys.exit("filler: mlock failed: errno %d" % ctypes.get_errno())
-    held.append(m)
-lock(int(sys.argv[1]))
-print("ready", flush=True)
-for line in sys.stdin:  # "N": lock N bytes more (fill_node0's top-up)
-    lock(int(line))
-    print("ready", flush=True)
-"""
-
-
-def fill_node0(share):
-    """Leaves node 0 room for `share` of this process's anonymous memory: a filler locks node 0's free
-    memory, its page cache that no process maps, and the rest of the program's pages there, less the high
-    watermark, and the kernel must demote that much of the program to node 1 to make room. (Without the
-    page cache the kernel made room by dropping cache, and the program's pages all stayed on node 0:
-    docs/results.md.) Mapped file pages (the program's code) are left out: the kernel may still take them
-    instead of anonymous pages, which numa_maps at every step shows. Returns the filler and its sizes."""
-    import subprocess
-    if not os.path.exists("/sys/devices/system/node/node1/meminfo"):
-        raise SystemExit("--node0-share needs a second node to demote to (the kmem guest)")
-    pages = anon_pages_per_node()
-    program = sum(pages.values()) * 4096
-    free0 = node_meminfo_kb(0, "MemFree") * 1024
-    unmapped_cache0 = max(0, node_meminfo_kb(0, "FilePages") - node_meminfo_kb(0, "Mapped")) * 1024
-    high = node_high_watermark_pages(0) * 4096
-    filler_bytes = max(0, int(free0 + unmapped_cache0 + (1 - share) * pages.get(0, 0) * 4096 - high)) // 4096 * 4096
-    proc = subprocess.Popen(["numactl", "--membind=0", "/usr/bin/python3", "-c", FILLER, str(filler_bytes)],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    if proc.stdout.readline().strip() != b"ready":
-        raise SystemExit(f"node-0 filler of {filler_bytes} bytes failed (exit {proc.wait()})")
-    info = {"share": share, "program_anon_bytes": program, "node0_free_bytes": free0,
-            "node0_unmapped_cache_bytes": unmapped_cache0, "node0_high_watermark_bytes": high,
-            "filler_bytes": filler_bytes}
-    print(f"node 0 filled: {filler_bytes >> 20} MiB locked, program {program >> 20} MiB, share {share}", flush=True)
-    return proc, info
-
-
-def top_up_node0(proc, info):
-    """The kernel makes room from what it finds cheapest, not only from the program's pages (the first
-    fill left 62% of mlp's pages on node 0 at a share of 20%). After a step, while the program's node-0
-    share is more than 5 points above the target, the filler locks that excess of the program's memory
-    more. Returns the bytes added (0 when the share holds, or when the filler has gone: the OOM killer
-    may take it when node 0 has nothing left to give, and the cell then says so in its record)."""
-    pages = anon_pages_per_node()
-    total = sum(pages.values())
-    if total == 0 or proc.poll() is not None:
-        return 0
-    excess = pages.get(0, 0) / total - info["share"]
-    if excess <= 0.05:
-        return 0
-    more = int(excess * total) * 4096
-    proc.stdin.write(f"{more}\n".encode())
-    proc.stdin.flush()
-    if proc.stdout.readline().strip() != b"ready":
-        info["filler_died"] = True
-        return 0
-    info["filler_bytes"] += more
-    info["top_ups"] = info.get("top_ups", 0) + 1
-    print(f"node 0 topped up: {more >> 20} MiB more (program's node-0 share was {excess + info['share']:.2f})",
-          flush=True)
-    return more
+    def hold(self, record):
+        """After a step: demotes the excess over the share; adds what it did to the step's record."""
+        pages = anon_pages_per_node()
+        total = sum(pages.values())
+        excess = pages.get(0, 0) - int(self.share * total)
+        asked = 0
+        demoted0 = vmstat_pages()
+        if total and excess > 0.02 * total:
+            asked = excess * 4096
+            try:
+                with open(os.path.join(self.group, "memory.reclaim"), "w") as f:
+                    f.write(str(asked))
+            except OSError:  # EAGAIN: it reclaimed less than asked; numa_maps below says how much
+                pass
+        demoted = vmstat_pages()
+        after = anon_pages_per_node()
+        record["node0_reclaim_asked_bytes"] = asked
+        record["node0_reclaim_demoted_pages"] = (demoted["pgdemote_direct"] + demoted["pgdemote_kswapd"]
+                                                 - demoted0["pgdemote_direct"] - demoted0["pgdemote_kswapd"])
+        record["anon_pages_per_node_after_reclaim"] = {str(k): v for k, v in sorted(after.items())}
 
 
 def main():
@@ -198,8 +154,9 @@ def main():
                         "to step LAST (inclusive) of each workload, with LIB = libsentinel_callgrind_window.so "
                         "(bench/manage/event_cost.py)")
     p.add_argument("--node0-share", type=float,
-                   help="after the first step, lock node 0's memory but for this share of the process's anonymous "
-                        "memory (the kernel's placements linux-tiering-* and autonuma-* in the kmem guest)")
+                   help="after every step, demote (memory.reclaim of the process's own cgroup) what node 0 holds of "
+                        "the process's anonymous memory above this share (the kernel's placements linux-tiering-* "
+                        "and autonuma-* in the kmem guest)")
     p.add_argument("--numa-maps", action="store_true",
                    help="record the process's anonymous pages per node (numa_maps) after every step")
     args = p.parse_args()
@@ -208,6 +165,8 @@ def main():
         if name not in WORKLOADS:
             p.error(f"unknown workload {name}")
 
+    # Before torch is imported: the cgroup is charged only for what the process allocates once in it.
+    holder = NodeZeroShare(args.node0_share) if args.node0_share is not None else None
     meter = None
     if not args.host:
         from slowtier import SlowTier
@@ -220,10 +179,10 @@ def main():
         args.cpu = max(os.sched_getaffinity(0))
         os.sched_setaffinity(0, {args.cpu})
     for name in names:
-        run_workload(name, args, meter)
+        run_workload(name, args, meter, holder)
 
 
-def run_workload(name, args, meter):
+def run_workload(name, args, meter, holder):
 
     import torch
     import torch.nn as nn
@@ -296,10 +255,8 @@ def run_workload(name, args, meter):
         if args.numa_maps:
             record["anon_pages_per_node"] = {str(k): v for k, v in sorted(anon_pages_per_node().items())}
         steps.append(record)
-        if args.node0_share is not None and step == 0:
-            filler, fill_info = fill_node0(args.node0_share)
-        elif args.node0_share is not None and fill_info.get("top_ups", 0) < 3:
-            record["node0_top_up_bytes"] = top_up_node0(filler, fill_info)
+        if holder is not None:
+            holder.hold(record)
         if window and step == window[2]:
             window[0].sentinel_callgrind_dump()
         print(f"{name} {args.placement} step {step}: host {host_s:.2f} s"
@@ -307,10 +264,8 @@ def run_workload(name, args, meter):
                  f"{record['slow_read_misses'] + record['slow_write_misses']}" if meter else ""),
               flush=True)
     result = {"workload": name, "placement": args.placement, "spec": spec, "steps": steps}
-    if args.node0_share is not None:
-        filler.stdin.close()
-        filler.wait()
-        result["node0_fill"] = fill_info
+    if holder is not None:
+        result["node0_share_target"] = holder.share
     with open(os.path.join(args.out_dir, f"{name}.{args.placement}.json"), "w") as f:
         json.dump(result, f)
 

@@ -19,13 +19,11 @@ ORDER = ["all-fast", "all-slow", "first-touch-20", "memtier-20", "linux-tiering-
 
 def steady(cell, key):
     # Managed cells: the last 5 steps, which run after the plan (warm-up, detection and profiling come first).
-    # The kernel's cells: the steps after the node-0 filler's last top-up (guest_step.py --node0-share).
+    # The kernel's cells too: the share is first held after step 0 (guest_step.py --node0-share), and NUMA
+    # balancing's scanner then needs steps to find the hot pages on node 1.
     placement = cell.get("placement", "")
-    if placement.startswith(("managed", "static-plan")):
+    if placement.startswith(("managed", "static-plan", "linux-tiering-", "autonuma-")):
         steps = cell["steps"][-5:]
-    elif placement.startswith(("linux-tiering-", "autonuma-")):
-        last_fill = max([1] + [i + 1 for i, s in enumerate(cell["steps"]) if s.get("node0_top_up_bytes", 0) > 0])
-        steps = cell["steps"][last_fill:]
     else:
         steps = cell["steps"][1:]
     vals = [s[key] for s in steps] or [s[key] for s in cell["steps"]]
@@ -51,9 +49,11 @@ def load_cells(out):
             # The kernel's demotions and promotions are also migrations (pgmigrate_success counts them).
             s["demoted_bytes"] = s.get("pages_demoted", 0) * 4096
             s["promoted_bytes"] = s.get("pages_promoted", 0) * 4096
-            pages = s.get("anon_pages_per_node")
-            if pages:
-                s["node0_share"] = pages.get("0", 0) / max(1, sum(pages.values()))
+            for suffix in ("", "_after_reclaim"):
+                pages = s.get("anon_pages_per_node" + suffix)
+                if pages:
+                    s["node0_share" + suffix] = pages.get("0", 0) / max(1, sum(pages.values()))
+            s["reclaim_demoted_bytes"] = s.get("node0_reclaim_demoted_pages", 0) * 4096
         cells[(c["workload"], c["placement"])] = c
     return cells
 
@@ -100,8 +100,10 @@ def main():
         print(f"| {w} | " + " | ".join(row) + " |")
     kernel = [p for p in placements if p.startswith(("linux-tiering-", "autonuma-"))]
     if kernel:
-        print("\nThe kernel's placements: MB demoted / promoted per step (pgdemote_*, pgpromote_success) and "
-              "the share of the process's anonymous pages on node 0 (numa_maps), medians of the steady steps.\n")
+        print("\nThe kernel's placements, per step: MB demoted during the step (pgdemote_*) and by the reclaim "
+              "that holds the share after it, MB promoted (pgpromote_success), and the share of the process's "
+              "anonymous pages on node 0 (numa_maps) at the end of the step and after that reclaim; medians of "
+              "the steady steps.\n")
         print("| workload | " + " | ".join(kernel) + " |")
         print("|---|" + "---|" * len(kernel))
         for w in workloads:
@@ -111,9 +113,12 @@ def main():
                 if c is None or "virtual_ns" not in c["steps"][0]:
                     row.append("not run")
                     continue
-                share = (f"{steady(c, 'node0_share') * 100:.0f}%" if "node0_share" in c["steps"][-1] else "?")
-                row.append(f"{steady(c, 'demoted_bytes') / 1e6:.2f} / {steady(c, 'promoted_bytes') / 1e6:.2f}, "
-                           f"node 0 {share}")
+                last = c["steps"][-1]
+                share = (f"{steady(c, 'node0_share') * 100:.0f}%" if "node0_share" in last else "?")
+                if "node0_share_after_reclaim" in last:
+                    share += f" -> {steady(c, 'node0_share_after_reclaim') * 100:.0f}%"
+                row.append(f"{steady(c, 'demoted_bytes') / 1e6:.2f} (reclaim {steady(c, 'reclaim_demoted_bytes') / 1e6:.2f})"
+                           f" / {steady(c, 'promoted_bytes') / 1e6:.2f}, node 0 {share}")
             print(f"| {w} | " + " | ".join(row) + " |")
     print("\nCalibration: the all-fast virtual step against the host's measured step (one thread).\n")
     print("| workload | host step ms | virtual all-fast ms | virtual/host | instructions/step "

@@ -10,6 +10,7 @@ PlanExecutor::PlanExecutor(MoveSink* sink, ExecutionObserver* observer)
 void PlanExecutor::start(std::shared_ptr<const CompiledPlan> plan, int64_t first_step) {
   next_plan_ = std::move(plan);
   next_first_step_ = first_step;
+  if (plan_ == nullptr && next_plan_ != nullptr) reconcile_persistent(*next_plan_);
 }
 
 void PlanExecutor::stop() {
@@ -42,7 +43,7 @@ void PlanExecutor::begin_step(int64_t step, uint32_t period) {
   step_deviated_ = false;
   step_managed_ = plan_ != nullptr && step_starts_on_plan(step, period, first_step_, plan_->period());
   observer_->on_step_begin(step, step_managed_);
-  if (step_managed_) reconcile_persistent();
+  if (step_managed_) reconcile_persistent(*plan_);
 }
 
 void PlanExecutor::restart_step(uint32_t period) {
@@ -60,11 +61,11 @@ void PlanExecutor::end_step() {
   step_managed_ = false;
 }
 
-void PlanExecutor::reconcile_persistent() {
+void PlanExecutor::reconcile_persistent(const CompiledPlan& plan) {
   // Evictions first: they make the room the prefetches need.
   for (Tier target : {Tier::kSlow, Tier::kFast}) {
     for (auto& [key, o] : live_) {
-      const PlannedObject* po = plan_->object(o.tag);
+      const PlannedObject* po = plan.object(o.tag);
       if (po == nullptr || !po->persistent || po->birth != target || o.failures >= kMaxFailures) continue;
       if (o.moving ? o.moving_to == target : o.tier == target) continue;
       issue(o, target, true);

@@ -13,7 +13,7 @@
 //    starts over.
 //  - At the start of every managed step, persistent objects that are not on their planned step-start tier
 //    are moved there (evictions first): after a fallback step, a refused move or a failed one, the plan
-//    catches up within one step. An object whose moves failed kMaxFailures times in a row is left where it
+//    catches up within one step. A plan started with none in force does this at once (start()). An object whose moves failed kMaxFailures times in a row is left where it
 //    is (a full node, pages the kernel will not move): retrying every step would only burn the channel.
 //  - Moves are issued in plan order, one channel, first in first out. A move the sink refuses (the fast
 //    budget has no room yet), when it is issued or when it was to start, waits in a FIFO and is retried, in
@@ -90,7 +90,12 @@ class PlanExecutor {
   explicit PlanExecutor(MoveSink* sink, ExecutionObserver* observer = nullptr);
 
   // Executes `plan` from step `first_step` on. A step already in progress keeps the plan it began with:
-  // the new plan replaces it when step first_step (or a later one) begins.
+  // the new plan replaces it when step first_step (or a later one) begins. With no plan in force, the
+  // persistent objects are moved to the new plan's step-start tiers at once (evictions first), ahead of
+  // its first step: the program's births follow the plan from that step's first event, and a reconcile
+  // issued only when the step's first event reached this thread raced them for the fast memory the
+  // evictions give back (cnn in the guest at 20%: planned-fast births sent slow in the first managed
+  // step, plan fidelity 0.80-0.86 over 3-4 managed steps; docs/managed-mode.md).
   void start(std::shared_ptr<const CompiledPlan> plan, int64_t first_step);
   // No plan any more, at once: nothing more is issued until start() (live objects are still followed).
   void stop();
@@ -157,7 +162,7 @@ class PlanExecutor {
   void begin_step(int64_t step, uint32_t period);
   void restart_step(uint32_t period);
   void end_step();
-  void reconcile_persistent();
+  void reconcile_persistent(const CompiledPlan& plan);
   // Issues a move unless it is a no-op; a refusal waits in `waiting_` (behind anything already waiting).
   void issue(Live& o, Tier to, bool reconcile);
   void retry_waiting();

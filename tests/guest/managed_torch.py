@@ -2,7 +2,7 @@
 """Guest test: PyTorch training in managed mode (SENTINEL_MODE=managed) on the two-node guest.
 
   managed_torch.py --write-reference REF.json -- TRAIN_ARGS...   (host, no preload: the reference losses)
-  managed_torch.py --check REF.json [--deviating] -- TRAIN_ARGS... (guest: runs the training under Sentinel)
+  managed_torch.py --check REF.json [--deviating] [--min-fidelity F] -- TRAIN_ARGS... (guest: under Sentinel)
 
 --check starts the training in a child process with libsentinel.so preloaded (SENTINEL_TEST_PRELOAD names it) and
 watches it from outside: every 0.2 s it reads /proc/CHILD/numa_maps and adds up the node-0 pages of the
@@ -16,7 +16,9 @@ checks, against the child's SENTINEL_STATS and its own samples:
     and steps are still managed;
   - the kernel's page placement (SENTINEL_PLACEMENT_CHECK, move_pages) matches the plan for >= 95% of the
     checked bytes;
-  - no page of an object is still protected after profiling (the child looks at its own maps at the end).
+  - no page of an object is still protected after profiling (the child looks at its own maps at the end);
+  - with --min-fidelity, the plan fidelity (the share of the bytes the plan wants fast in a phase that uses
+    them that were fast when the phase began, over the managed steps) is at least F.
 """
 import argparse
 import json
@@ -119,7 +121,7 @@ def fail(msg):
     sys.exit("FAIL: " + msg)
 
 
-def check(ref_path, deviating, args):
+def check(ref_path, deviating, min_fidelity, args):
     out = "/tmp/managed_torch_losses.json"
     stats_path = "/tmp/managed_torch_stats.json"
     env = dict(os.environ)
@@ -180,6 +182,8 @@ def check(ref_path, deviating, args):
     share = st["placement_matching_bytes"] / st["placement_checked_bytes"]
     if share < 0.95:
         fail(f"only {share:.3f} of the checked bytes are on the node the plan wants")
+    if min_fidelity is not None and st["plan_fidelity"] < min_fidelity:
+        fail(f"plan fidelity {st['plan_fidelity']:.3f} below {min_fidelity}")
     if got.get("protected_object_mappings", 0) != 0:
         fail(f"{got['protected_object_mappings']} object mappings still protected after profiling")
     print(f"OK: same losses; budget held (outside view); {st['managed_steps']} managed steps, "
@@ -193,6 +197,7 @@ def main():
     g.add_argument("--check")
     g.add_argument("--child")
     p.add_argument("--deviating", action="store_true")
+    p.add_argument("--min-fidelity", type=float)
     p.add_argument("train_args", nargs=argparse.REMAINDER)
     a = p.parse_args()
     args = [x for x in a.train_args if x != "--"]
@@ -205,7 +210,7 @@ def main():
         train(args, a.write_reference)
         print(f"reference losses written to {a.write_reference}")
         return
-    check(a.check, a.deviating, args)
+    check(a.check, a.deviating, a.min_fidelity, args)
 
 
 if __name__ == "__main__":

@@ -262,6 +262,40 @@ TEST_F(ExecutorTest, PersistentObjectsAreBroughtToTheirPlannedTierAtStepStart) {
   EXPECT_EQ(ex.stats().reconcile_moves, 1u);
 }
 
+TEST_F(ExecutorTest, AFirstPlanMovesThePersistentObjectsWhenItStartsAheadOfItsFirstStep) {
+  // W was born fast before any plan; the plan wants it slow. Its eviction is issued by start() itself, so it
+  // can give its fast memory back before the births of step 3 (which follow the plan from its first event).
+  plan_.birth_tier[kW] = Tier::kSlow;
+  FakeSink sink(1 << 20);
+  PlanExecutor ex(&sink);
+  ex.on_alloc(ObjectRef{1, 1}, kW, 1000, Tier::kFast, -1, 0, 0);
+  ex.start(compile(), 3);
+  ASSERT_EQ(sink.issued.size(), 1u);
+  EXPECT_EQ(sink.issued[0].ref.slot, 1u);
+  EXPECT_EQ(sink.issued[0].to, Tier::kSlow);
+  sink.complete_next(ex);
+  run_step(ex, sink, 3, 10, false);  // at the step's start W is already where the plan wants it
+  EXPECT_EQ(ex.stats().reconcile_moves, 1u);
+  EXPECT_EQ(sink.issued[0].ref.slot, 1u);
+}
+
+TEST_F(ExecutorTest, AReplanMovesNothingBeforeItsFirstStep) {
+  // A plan in force keeps the step in progress: the next plan's step-start tiers wait for its first step.
+  FakeSink sink(1 << 20);
+  PlanExecutor ex(&sink);
+  ex.on_alloc(ObjectRef{1, 1}, kW, 1000, Tier::kFast, -1, 0, 0);
+  ex.start(compile(), 0);
+  run_step(ex, sink, 0, 10, true);
+  const size_t issued = sink.issued.size();
+  plan_.birth_tier[kW] = Tier::kSlow;
+  ex.start(compile(), 2);
+  EXPECT_EQ(sink.issued.size(), issued);
+  run_step(ex, sink, 1, 20, true);  // still the first plan: W stays fast
+  EXPECT_EQ(ex.stats().reconcile_moves, 0u);
+  run_step(ex, sink, 2, 30, false);
+  EXPECT_EQ(ex.stats().reconcile_moves, 1u);
+}
+
 TEST_F(ExecutorTest, AnObjectWhoseMovesKeepFailingIsNoLongerReconciled) {
   plan_.birth_tier[kW] = Tier::kSlow;
   FakeSink sink(1 << 20);

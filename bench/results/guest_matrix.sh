@@ -60,10 +60,13 @@ for p in ${placements//,/ }; do
       for w in ${workloads//,/ }; do
         (( timeline_steps > 0 )) && timeline_env=(SENTINEL_TIMELINE="$out/$w.$p.timeline"
                                                     SENTINEL_TIMELINE_STEPS="$timeline_steps")
+        # numa_maps after every step: the slow-tier bytes the kernel's m* cells are held at.
+        step_args=(--numa-maps)
         run_cell "$p" "$w" "$managed_steps" "${sentinel[@]}" SENTINEL_MODE=managed SENTINEL_MIN_OBJECT=8K \
           SENTINEL_FAST_BUDGET="${p##*-}%" SENTINEL_TIER="$tier" SENTINEL_STATS="$out/$w.$p.sentinel-stats" \
           SENTINEL_PROFILE_OUT="$out/$w.$p.profile.json" "${timeline_env[@]}" \
           SENTINEL_LOG=info SENTINEL_LOG_FILE="$out/$w.$p.log" --
+        step_args=()
       done ;;
     linux-tiering-*|autonuma-*)
       # The kernel's own tiering (docs/results.md): demotion to the lower memory tier on, and NUMA
@@ -78,14 +81,33 @@ for p in ${placements//,/ }; do
       mode=2; [[ "$p" == autonuma-* ]] && mode=1
       share="${p##*-}"
       for w in ${workloads//,/ }; do
+        if [[ "$share" == m* ]]; then
+          # linux-tiering-mN, autonuma-mN: node 1 holds as many of the process's anonymous bytes as it held in
+          # Sentinel's managed-N cell (median of its last 5 steps; list managed-N first): the same memory moved
+          # to the slow tier. (A share of the process's memory counts the interpreter's and PyTorch's own pages
+          # too, which Sentinel leaves on node 0; and the same node-0 bytes would leave the kernel's process,
+          # without Sentinel's own memory, all on node 0.)
+          cell="$out/$w.managed-${share#m}.json"
+          bytes=$(/usr/bin/python3 -c 'import json, statistics, sys
+s = json.load(open(sys.argv[1]))["steps"][-5:]
+print(int(statistics.median(x["anon_pages_per_node"].get("1", 0) for x in s)) * 4096)' "$cell" 2>/dev/null) || {
+            echo "guest_matrix: $p: no node-0 bytes in $cell (run managed-${share#m} first)" >&2; continue; }
+          step_args=(--node1-bytes "$bytes" --numa-maps)
+        else
+          step_args=(--node0-share "0.$share" --numa-maps)
+          [[ "$share" == 100 ]] && step_args=(--node0-share 1 --numa-maps)
+        fi
+        # Swappiness 200: the guest has no swap, so reclaim can only demote anonymous pages; at the default 60 it
+        # took the page cache the program runs from first (a 14 MiB reclaim demoted nothing on mlp).
+        swappiness=$(cat /proc/sys/vm/swappiness)
+        echo 200 >/proc/sys/vm/swappiness
         echo 1 >/sys/kernel/mm/numa/demotion_enabled && echo "$mode" >/proc/sys/kernel/numa_balancing || {
           echo "guest_matrix: cannot turn demotion and numa_balancing=$mode on; $p skipped" >&2; break; }
-        echo "   numa_balancing=$mode demotion_enabled=1 promote_rate_limit_MBps=$(cat /proc/sys/kernel/numa_balancing_promote_rate_limit_MBps 2>/dev/null || echo -)" >&2
-        step_args=(--node0-share "0.$share" --numa-maps)
-        [[ "$share" == 100 ]] && step_args=(--node0-share 1 --numa-maps)
+        echo "   numa_balancing=$mode demotion_enabled=1 swappiness=200 promote_rate_limit_MBps=$(cat /proc/sys/kernel/numa_balancing_promote_rate_limit_MBps 2>/dev/null || echo -)" >&2
         run_cell "$p" "$w" "$steps" --
         step_args=()
         echo 0 >/proc/sys/kernel/numa_balancing; echo 0 >/sys/kernel/mm/numa/demotion_enabled
+        echo "$swappiness" >/proc/sys/vm/swappiness
       done ;;
     static-plan-*)
       # Sentinel's own best static placement (sentinel replay --plan-policy static-best) for the profile

@@ -9,7 +9,9 @@
 #   --workloads LIST  comma separated, from guest_step.py (default mlp,mlp-adam,cnn,lstm,transformer)
 #   --placements LIST all-fast,all-slow,first-touch-20,first-touch-50,memtier-20,memtier-50,
 #                     interleave,managed-20,managed-50,static-plan-20,static-plan-50, and with --node1
-#                     kmem linux-tiering-20,linux-tiering-50,autonuma-20,autonuma-50 (default: all but
+#                     kmem linux-tiering-20,linux-tiering-50,autonuma-20,autonuma-50 (node 0 holds that share
+#                     of the process's anonymous memory) and linux-tiering-m20,autonuma-m20 (-m50: node 1
+#                     holds the bytes it held in the managed-N cell; list managed-N first) (default: all but
 #                     managed-*, static-plan-* and the kernel's; static-plan-N runs Sentinel's best static
 #                     plan for the profile of managed-N, so list it after managed-N)
 #   --node1 K         plain | kmem: node 1 as the guest's plain node or as dax kmem memory in a lower
@@ -56,7 +58,7 @@ while (( $# > 1 )); do
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
-[[ $# == 1 ]] || { sed -n '2,26p' "$0" >&2; exit 2; }
+[[ $# == 1 ]] || { sed -n '2,28p' "$0" >&2; exit 2; }
 out="$1"
 mkdir -p "$out"
 out="$(cd "$out" && pwd -P)"

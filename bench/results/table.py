@@ -13,8 +13,9 @@ import statistics
 import sys
 
 ORDER = ["all-fast", "all-slow", "first-touch-20", "memtier-20", "linux-tiering-20", "autonuma-20",
-         "static-plan-20", "managed-20", "first-touch-50", "memtier-50", "linux-tiering-50", "autonuma-50",
-         "interleave", "static-plan-50", "managed-50"]
+         "linux-tiering-m20", "autonuma-m20", "static-plan-20", "managed-20", "first-touch-50", "memtier-50",
+         "linux-tiering-50", "autonuma-50", "linux-tiering-m50", "autonuma-m50", "interleave", "static-plan-50",
+         "managed-50"]
 
 
 def steady(cell, key):

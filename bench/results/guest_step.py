@@ -107,9 +107,9 @@ def anon_pages_per_node():
 class NodeZeroShare:
     """--node0-share P: holds this process's anonymous pages on node 0 at P of its anonymous memory with the
     kernel's own proactive reclaim, the way a memory agent (Senpai, TMO) holds a target; --node1-bytes N
-    holds node 0 at all but N bytes of them instead (N on the slow tier). The process runs in a memory cgroup of its own from its start, and after
-    every step, while node 0 holds more than the target (by more than 2% of the process's pages), the
-    excess is written to the cgroup's memory.reclaim. With
+    holds node 0 at all but N bytes of them instead (N on the slow tier). The process runs in a memory
+    cgroup of its own from its start, and after every step, while node 0 holds more than the target (by
+    more than 2% of the process's pages), the excess is written to the cgroup's memory.reclaim. With
     demotion on, reclaim in a cgroup demotes anonymous pages from node 0 to the lower tier (Linux 5.19 on;
     the 6.1 guest has no swap, so demotion is all reclaim can do with them) and the kernel picks which:
     the coldest of its LRU lists. NUMA balancing may promote pages back during the next step; the record
@@ -121,7 +121,7 @@ class NodeZeroShare:
 
     def __init__(self, share=None, slow_bytes=None):
         if not os.path.exists("/sys/devices/system/node/node1/meminfo"):
-            raise SystemExit("--node0-share needs a second node to demote to (the kmem guest)")
+            raise SystemExit("--node0-share and --node1-bytes need a second node to demote to (the kmem guest)")
         self.share = share
         self.slow_bytes = slow_bytes
         if not os.path.exists(os.path.join(self.ROOT, "cgroup.controllers")):

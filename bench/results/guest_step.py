@@ -54,11 +54,11 @@ VMSTAT_KEYS = ("pgmigrate_success", "pgdemote_kswapd", "pgdemote_direct", "pgpro
 def vmstat_pages():
     counts = dict.fromkeys(VMSTAT_KEYS, 0)
     try:
-        with open("/proc/vmstat") as f:
-            for line in f:
-                key, _, value = line.partition(" ")
-                if key in counts:
-                    counts[key] = int(value)
+        # (read as numa_maps is, below: an 8 KiB file buffer each step would be an object of the process)
+        for line in numa_maps_lines("/proc/vmstat"):
+            key, _, value = line.decode().partition(" ")
+            if key in counts:
+                counts[key] = int(value)
     except OSError:
         pass
     return counts

@@ -49,7 +49,6 @@ inline constexpr const char kTransferredBytes[] = "transferred_bytes";
 inline constexpr const char kTransferCalls[] = "transfer_calls";
 inline constexpr const char kTransferFailures[] = "transfer_failures";
 inline constexpr const char kExtentBytesCarved[] = "extent_bytes_carved";
-inline constexpr const char kHeapPeakResidentBytes[] = "heap_peak_resident_bytes";
 inline constexpr const char kReservedBytes[] = "reserved_bytes";
 inline constexpr const char kCallSiteCacheMisses[] = "call_site_cache_misses";
 inline constexpr const char kDroppedLogMessages[] = "dropped_log_messages";
@@ -167,7 +166,7 @@ inline constexpr const char kProfileSource[] = "profile_source";
 inline constexpr const char kPlansFromLocalRank0Profile[] = "plans_from_local_rank0_profile";
 inline constexpr const char kMode[] = "mode";
 
-inline constexpr std::array<std::string_view, 135> kAll = {
+inline constexpr std::array<std::string_view, 134> kAll = {
     kPid,
     kRank,
     kForkedChildren,
@@ -201,7 +200,6 @@ inline constexpr std::array<std::string_view, 135> kAll = {
     kEmptyBirthBytesFast,
     kEmptyBirthBytesSlow,
     kExtentBytesCarved,
-    kHeapPeakResidentBytes,
     kReservedBytes,
     kCallSiteCacheMisses,
     kDroppedLogMessages,

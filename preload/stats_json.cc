@@ -59,6 +59,7 @@ void add_run(Json& j, const State& s) {
   j[key::kEmptyBirthBytesFast] = c.empty_birth_bytes[0].load();
   j[key::kEmptyBirthBytesSlow] = c.empty_birth_bytes[1].load();
   j[key::kExtentBytesCarved] = heap.carved_bytes;
+  j[key::kHeapPeakResidentBytes] = heap.peak_resident_bytes;
   j[key::kReservedBytes] = s.heap.reserved_bytes();
   j[key::kCallSiteCacheMisses] = s.sites.cache_misses();
   j[key::kDroppedLogMessages] = s.log.dropped();

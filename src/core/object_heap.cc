@@ -159,6 +159,8 @@ uint32_t ObjectHeap::allocate(uint64_t size, uint64_t align, uint8_t pool, bool*
       }
       fresh = true;
     }
+    const uint64_t resident = stats_.resident_bytes();
+    if (resident > stats_.peak_resident_bytes) stats_.peak_resident_bytes = resident;
   }
   ObjectRecord& r = records_[slot];
   if (other_pool) {

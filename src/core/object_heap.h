@@ -16,6 +16,9 @@
 // caching. The limit is on the whole heap, not on the cache alone: a free never adds resident bytes, so
 // keeping a freed extent costs memory only when the live set grows again without reusing it, and a step
 // whose live set falls far below its peak does not drop (and fault in again) what it will reuse.
+// A birth may also take a resident cached extent of a larger class through take_resident() (the runtime
+// does, up to twice its class, before it carves: preload/runtime.cc, place_extent); the extent keeps its
+// class, and the object's share of it is its record's charge.
 // Each (size class, pool) keeps two lists, extents whose pages are resident and extents whose pages were
 // returned: allocation takes a resident one first (no page faults), and trim_cached() can return a
 // pool's resident pages without walking past returned ones.
@@ -110,6 +113,9 @@ struct HeapStats {
   uint64_t cached_resident_bytes = 0;
   // Live extents count as resident (their pages are the object's); cached ones as `resident` says.
   uint64_t resident_bytes() const noexcept { return carved_bytes - cached_bytes + cached_resident_bytes; }
+  // The most resident_bytes() has been, taken after each allocation: the heap's share of the process's
+  // peak RSS; above peak_object_bytes, what the caches held at that moment.
+  uint64_t peak_resident_bytes = 0;
   uint64_t out_of_space = 0;  // allocations refused because the range or the table was full
 };
 

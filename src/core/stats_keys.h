@@ -49,6 +49,7 @@ inline constexpr const char kTransferredBytes[] = "transferred_bytes";
 inline constexpr const char kTransferCalls[] = "transfer_calls";
 inline constexpr const char kTransferFailures[] = "transfer_failures";
 inline constexpr const char kExtentBytesCarved[] = "extent_bytes_carved";
+inline constexpr const char kHeapPeakResidentBytes[] = "heap_peak_resident_bytes";
 inline constexpr const char kReservedBytes[] = "reserved_bytes";
 inline constexpr const char kCallSiteCacheMisses[] = "call_site_cache_misses";
 inline constexpr const char kDroppedLogMessages[] = "dropped_log_messages";
@@ -166,7 +167,7 @@ inline constexpr const char kProfileSource[] = "profile_source";
 inline constexpr const char kPlansFromLocalRank0Profile[] = "plans_from_local_rank0_profile";
 inline constexpr const char kMode[] = "mode";
 
-inline constexpr std::array<std::string_view, 134> kAll = {
+inline constexpr std::array<std::string_view, 135> kAll = {
     kPid,
     kRank,
     kForkedChildren,
@@ -200,6 +201,7 @@ inline constexpr std::array<std::string_view, 134> kAll = {
     kEmptyBirthBytesFast,
     kEmptyBirthBytesSlow,
     kExtentBytesCarved,
+    kHeapPeakResidentBytes,
     kReservedBytes,
     kCallSiteCacheMisses,
     kDroppedLogMessages,

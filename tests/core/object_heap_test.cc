@@ -163,6 +163,24 @@ TEST_F(ObjectHeapTest, TheResidentLimitBoundsTheWholeHeapNotTheCache) {
   EXPECT_EQ(heap_.stats().cached_resident_bytes, 2 * extent) << "the two kept extents were not touched";
 }
 
+// peak_resident_bytes: the most the heap held resident after any allocation, cached extents included
+// (what it adds to the process's RSS); a free never raises it, reusing a cached extent does not either.
+TEST_F(ObjectHeapTest, PeakResidentCountsCachedExtentsAtTheMomentOfThePeak) {
+  heap_.set_resident_limit(1ull << 30);
+  const uint32_t a = alloc(100000);
+  const uint64_t extent = heap_.record(a).extent_bytes;
+  EXPECT_EQ(heap_.stats().peak_resident_bytes, extent);
+  EXPECT_TRUE(heap_.release(a));
+  EXPECT_EQ(heap_.stats().peak_resident_bytes, extent);
+  const uint32_t again = alloc(100000);
+  EXPECT_EQ(heap_.stats().peak_resident_bytes, extent) << "the cached extent came back: nothing new";
+  EXPECT_TRUE(heap_.release(again));
+  const uint32_t other = alloc(300000);  // another class: carved while the first extent stays cached
+  const uint64_t other_extent = heap_.record(other).extent_bytes;
+  EXPECT_EQ(heap_.stats().peak_resident_bytes, extent + other_extent);
+  EXPECT_EQ(heap_.stats().resident_bytes(), extent + other_extent);
+}
+
 // A class's returned extents must not hide its resident ones: allocation takes resident pages first (no
 // page faults), and take_resident never carves or hands out returned pages.
 TEST_F(ObjectHeapTest, ResidentExtentsAreReusedBeforeReturnedOnes) {

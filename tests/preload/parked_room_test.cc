@@ -21,9 +21,10 @@ nlohmann::json run_script(const std::string& script, const char* budget = "4M", 
   sentinel::testing::TempDir dir("sentinel-parked-room");
   EXPECT_TRUE(dir.ok());
   const std::string stats = dir.file("stats.json");
-  const std::string command = "env LD_PRELOAD=" SENTINEL_LIB " SENTINEL_MODE=track SENTINEL_DRY_RUN=1 "
-                              "SENTINEL_FAST_BUDGET=" + std::string(budget) + " SENTINEL_STATS=" + stats + " " ALLOC_SCRIPT " " + script +
-                              " 2>&1";
+  // budget "": none (no pool parks its freed extents).
+  const std::string budget_env = *budget == '\0' ? "" : "SENTINEL_FAST_BUDGET=" + std::string(budget) + " ";
+  const std::string command = "env LD_PRELOAD=" SENTINEL_LIB " SENTINEL_MODE=track SENTINEL_DRY_RUN=1 " + budget_env +
+                              "SENTINEL_STATS=" + stats + " " ALLOC_SCRIPT " " + script + " 2>&1";
   FILE* p = popen(command.c_str(), "r");
   EXPECT_NE(p, nullptr);
   std::string output;
@@ -99,6 +100,43 @@ TEST(ParkedRoom, APrefetchWithNoRoomWhenItStartsIsRefusedAndLeavesTheObjectWhere
   EXPECT_EQ(get(j, "migrations_done"), 0u) << j.dump(1);
   EXPECT_EQ(get(j, "migrations_refused_budget"), 1u) << j.dump(1);
   EXPECT_EQ(get(j, "fast_live_bytes_at_exit"), 0u) << j.dump(1);
+  EXPECT_EQ(get(j, "slow_live_bytes_at_exit"), 0u) << j.dump(1);
+  EXPECT_EQ(get(j, "placer_release_errors"), 0u) << j.dump(1);
+}
+
+// Without a budget a birth whose class has no cached extent takes a resident one of a larger class, up to
+// twice its own, before it carves (preload/runtime.cc, place_extent): a step whose objects change classes
+// otherwise carves new extents while the old ones sit cached, and the heap's peak holds both.
+TEST(CachedFit, WithoutABudgetASmallerObjectReusesALargerCachedExtentBeforeCarving) {
+  std::string out;
+  const nlohmann::json j = run_script("a0=2M f0 a1=1200K u1 f1 a2=2M", "", &out);
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(get(j, "extents_carved"), 1u) << j.dump(1);
+  EXPECT_EQ(get(j, "heap_peak_resident_bytes"), 2 * kMiB) << j.dump(1);
+  EXPECT_EQ(get(j, "placer_release_errors"), 0u) << j.dump(1);
+  // The object may use its own class (1.25 MiB), not the whole extent; the tail's pages are kept, so the
+  // 2 MiB object after it faults nothing in.
+  EXPECT_NE(out.find("usable 1 1310720"), std::string::npos) << out;
+  EXPECT_EQ(get(j, "empty_birth_bytes_fast"), 2 * kMiB) << j.dump(1);
+}
+
+TEST(CachedFit, AnExtentMoreThanTwiceTheClassIsNotTaken) {
+  const nlohmann::json j = run_script("a0=2M f0 a1=512K", "");
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(get(j, "extents_carved"), 2u) << j.dump(1);
+  EXPECT_EQ(get(j, "heap_peak_resident_bytes"), 2 * kMiB + 512 * kKiB) << j.dump(1);
+}
+
+TEST(CachedFit, UnderABudgetASlowBirthTakesALargerSlowExtentWithoutItsTail) {
+  // Budget 1 MiB: both objects are born slow. The second takes the first's 2 MiB slow extent and drops
+  // the pages past its 1.25 MiB class, which a later prefetch would otherwise bring into fast memory
+  // uncounted; the books balance at exit.
+  std::string out;
+  const nlohmann::json j = run_script("a0=2M f0 a1=1200K u1 f1", "1M", &out);
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(get(j, "forced_slow_allocations"), 2u) << j.dump(1);
+  EXPECT_EQ(get(j, "extents_carved"), 1u) << j.dump(1);
+  EXPECT_NE(out.find("usable 1 1310720"), std::string::npos) << out;
   EXPECT_EQ(get(j, "slow_live_bytes_at_exit"), 0u) << j.dump(1);
   EXPECT_EQ(get(j, "placer_release_errors"), 0u) << j.dump(1);
 }

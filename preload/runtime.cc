@@ -294,6 +294,9 @@ __attribute__((noinline)) void* alloc_object(const ObjectRequest& q, bool* zeroe
   r.site = site;
   r.occurrence = c.occurrence;
   r.tag = c.tag;
+  // Its charge, pool and node are final: a move may claim it now (a thread that holds a pointer of the
+  // extent's earlier life can ask for one before this object is returned).
+  s.heap.end_birth(slot);
   expose_object(r);
   profiler_on_alloc(slot, r.start, q.size, c.step);
   s.events.fill(c.ticket, ObjectEvent{ObjectEventKind::kAlloc, r.pool.load(std::memory_order_relaxed), slot,

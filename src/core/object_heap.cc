@@ -202,8 +202,9 @@ void ObjectHeap::begin_life(uint32_t slot, uint64_t size) noexcept {
   r.next_cached = kNoSlot;
   const uint32_t generation = r.generation.load(std::memory_order_relaxed) + 1;
   r.generation.store(generation, std::memory_order_relaxed);
-  // A claim of an earlier life that is still being dropped cannot match this word (its generation differs).
-  r.move_claim.store(move_claim_word(generation, 0), std::memory_order_relaxed);
+  // A claim of an earlier life that is still being dropped cannot match this word (its generation differs);
+  // a move of this life cannot claim it before the birth ends (end_birth).
+  r.move_claim.store(move_claim_word(generation, kBirthPending), std::memory_order_relaxed);
   r.state.store(ExtentState::kLive, std::memory_order_release);
 }
 

@@ -50,6 +50,12 @@ enum class ExtentState : uint8_t { kUnused, kLive, kCached };
 // checks the generation (preload/migration.cc).
 inline constexpr uint8_t kMoveClaimed = 1;  // a move of this life is queued or running
 inline constexpr uint8_t kMoveFreed = 2;    // free() found it claimed: whoever ends the claim recycles the extent
+// The life is being born: its charge, pool and node are not final until the runtime ends the birth
+// (ObjectHeap::end_birth), and no move may claim it before. A pointer of an earlier life that a thread
+// still holds finds the extent's new generation before the new object is returned; a move claimed then
+// counted the earlier life's charge against the budget and the later one's when it ended (64-128 KiB left
+// counted slow in 2 of 15 runs of FreeVersusMove.TheBudgetsBooksBalanceAfterFreesRaceMoves).
+inline constexpr uint8_t kBirthPending = 4;
 inline constexpr uint64_t move_claim_word(uint32_t generation, uint8_t flags) {
   return uint64_t{generation} << 8 | flags;
 }
@@ -59,9 +65,11 @@ inline constexpr uint64_t move_claim_word(uint32_t generation, uint8_t flags) {
 //                                    the page index; constant after.
 //   next_cached, resident            the heap: under its lock, or while the extent is in no cache list
 //                                    (from allocate() to release() only the object's holder reaches it).
-//   state, generation, move_claim    allocate() (generation + 1, claim word of the new life, then kLive with
-//                                    release); free() (kLive -> kCached, one CAS); the migration claim
-//                                    protocol (move_claim, CAS only). Atomics: read with acquire by anyone.
+//   state, generation, move_claim    allocate() (generation + 1, claim word of the new life with
+//                                    kBirthPending, then kLive with release); the allocating thread
+//                                    (end_birth, once the life's fields are final); free() (kLive ->
+//                                    kCached, one CAS); the migration claim protocol (move_claim, CAS
+//                                    only). Atomics: read with acquire by anyone.
 //   charge                           the thread that allocates the object, before the pointer is returned;
 //                                    read by whoever hands the extent back (free, a move's end) and, while
 //                                    the extent is cached, by the heap under its lock.
@@ -138,7 +146,8 @@ class ObjectHeap {
 
   // Returns the slot of a new extent of at least `size` bytes whose start is aligned to `align`
   // (a power of two, at most 2 MiB), taken from `pool`'s cache when possible; kNoSlot when full.
-  // The record's state is kLive and its object fields are reset; the caller fills them in. *zeroed tells
+  // The record's state is kLive, its birth pending (end_birth) and its object fields reset; the caller
+  // fills them in. *zeroed tells
   // whether the extent is known to read as zeros (never used, or returned to the kernel since).
   // With `zero_first` (calloc) it takes a cached extent whose pages were returned (reads as zeros) before a
   // resident one. When `pool` has no extent of the class but another pool does, that extent is taken (a
@@ -156,6 +165,13 @@ class ObjectHeap {
   // the lists' heads without taking the lock.
   uint32_t take_resident(uint64_t size, uint64_t align, uint8_t pool, uint64_t max_extent_bytes,
                          uint64_t min_charge = 0) noexcept;
+
+  // Ends the birth of the life in `slot` (kBirthPending): from here a move may claim it. The caller has
+  // set the fields a move reads (charge, pool, bound node); the release store publishes them to it.
+  void end_birth(uint32_t slot) noexcept {
+    ObjectRecord& r = records_[slot];
+    r.move_claim.store(move_claim_word(r.generation.load(std::memory_order_relaxed), 0), std::memory_order_release);
+  }
 
   // The slot whose extent starts exactly at p, or kNoSlot (interior or foreign pointer).
   uint32_t slot_of(const void* p) const noexcept;
@@ -198,7 +214,7 @@ class ObjectHeap {
   uint32_t pop_other_pool_locked(uint32_t cls, uint8_t pool, uint64_t align) noexcept;
   // One past the last class from `cls` up whose extents are at most `max_extent_bytes` (`cls` counts).
   static uint32_t classes_end(uint32_t cls, uint64_t max_extent_bytes) noexcept;
-  // A new life for the extent in `slot`: its size set, its generation bumped, live.
+  // A new life for the extent in `slot`: its size set, its generation bumped, live, its birth pending.
   void begin_life(uint32_t slot, uint64_t size) noexcept;
   void push_cached_locked(uint32_t slot) noexcept;
   uint32_t carve_locked(uint32_t cls, uint64_t align, uintptr_t* start) noexcept;

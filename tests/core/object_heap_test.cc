@@ -274,6 +274,26 @@ TEST_F(ObjectHeapTest, TrimCachedTakesTheLargestFirstWhenNoneCoversTheRequest) {
   EXPECT_EQ(heap_.stats().cached_resident_bytes, small);
 }
 
+// A move claims a life with a CAS from the word (generation, no flags) (preload/migration.cc): until the
+// runtime ends the birth, the word of a new life carries kBirthPending and that CAS fails, for a carved
+// extent and a reused one alike.
+TEST_F(ObjectHeapTest, ANewLifeCannotBeClaimedUntilItsBirthEnds) {
+  for (int life = 0; life < 2; ++life) {
+    const uint32_t slot = life == 0 ? alloc(64 << 10) : heap_.take_resident(64 << 10, kPageSize, 0, 64 << 10);
+    ASSERT_NE(slot, kNoSlot);
+    ObjectRecord& r = heap_.record(slot);
+    const uint32_t generation = r.generation.load();
+    uint64_t unclaimed = move_claim_word(generation, 0);
+    EXPECT_FALSE(r.move_claim.compare_exchange_strong(unclaimed, move_claim_word(generation, kMoveClaimed)));
+    EXPECT_EQ(r.move_claim.load(), move_claim_word(generation, kBirthPending));
+    heap_.end_birth(slot);
+    unclaimed = move_claim_word(generation, 0);
+    EXPECT_TRUE(r.move_claim.compare_exchange_strong(unclaimed, move_claim_word(generation, kMoveClaimed)));
+    r.move_claim.store(move_claim_word(generation, 0));
+    heap_.release(slot);
+  }
+}
+
 TEST_F(ObjectHeapTest, HonoursLargeAlignment) {
   for (uint64_t align : {uint64_t{8192}, uint64_t{65536}, uint64_t{1} << 20, kHugePageSize}) {
     const uint32_t s = alloc(70000, align);

@@ -118,22 +118,33 @@ void StepDetector::run_period_jobs(uint64_t t) noexcept {
       continue;
     }
     if (j.oldest >= j.stop) continue;
-    const PeriodJob done = j;
+    PeriodJob done = j;
     j.period = 0;
     if (done.mismatches * 10 > done.compared) continue;
+    done.period = exact_period(t, p);
+    if (clock_.locked_ && done.period == clock_.period_) continue;  // the locked step, proposed a few events off
+    if (on_verified(t, done)) return;
+  }
+}
+
+// Decides on a period that verified (`done`, its period made exact): locks it, lets it replace the locked
+// step, or drops it. True when it locked.
+bool StepDetector::on_verified(uint64_t t, const PeriodJob& done) noexcept {
+  const uint32_t p = done.period;
+  {
     if (!clock_.locked_) {
       // An inner loop of the step (a recurrent net's time loop in the backward pass) repeats exactly too,
       // but only over part of the step's swing of memory: it is not locked, the whole step will verify.
       // After a rejection, nothing locks before the window has moved past the rejected one (the loop may
       // run for a while; a candidate dropped here is proposed again): at most one scan per 32 events.
-      if (t < unspanned_until_) continue;
+      if (t < unspanned_until_) return false;
       if (!spans_the_swing(t, p)) {
         unspanned_period_ = p;
         unspanned_until_ = t + (p > kMinWindow ? p : kMinWindow);
-        continue;
+        return false;
       }
       lock_on_period(t, p);
-      return;
+      return true;
     }
     // A structure with call-sites the locked step does not have: the locked one was an inner loop,
     // or the program changed. Or a structure of at least two locked steps plus a few allocations of
@@ -173,14 +184,47 @@ void StepDetector::run_period_jobs(uint64_t t) noexcept {
       recount_ = Recount{true, in_progress + (was_complete ? 1 : 0), !was_complete};
       lock_on_period(t, clock_.period_);
       recount_ = Recount{};
-      return;
+      return true;
     }
     if (replaces || (closes_micro_batches && contains_locked(t, p))) {
       ++clock_.relocks_;
       lock_on_period(t, p);
-      return;
+      return true;
     }
   }
+  return false;
+}
+
+// Mismatches (events unlike the one q earlier) among the last q events up to t; stops counting past give_up.
+uint32_t StepDetector::mismatches_over(uint64_t t, uint32_t q, uint32_t give_up) const noexcept {
+  uint32_t mismatches = 0;
+  for (uint64_t e = t + 1 - q; e <= t && mismatches <= give_up; ++e) mismatches += same(e, e - q) ? 0 : 1;
+  return mismatches;
+}
+
+// The period among p and its neighbours (within kExactReach and p / 16 events) whose last window repeats
+// best. When nearly all of a step's events are runs of one call-site (ViT-B/16 at batch 16 on PyTorch 1.13:
+// 99% runs of 192 scratch buffers), a period a few events off mismatches only at the ends of the runs, under
+// the 10% a verification allows: a call-site used n times at the end of the step proposes p - n + 1 from its
+// first occurrence in the next step (SGD's 8 temporaries: 13,937 for 13,944), and verifies before p. Ties keep
+// p; a neighbour that does not fit the history twice is not tried.
+uint32_t StepDetector::exact_period(uint64_t t, uint32_t p) const noexcept {
+  if (p <= kExactFrom) return p;
+  const uint64_t oldest = t + 1 > kHistory ? t + 1 - kHistory : 0;
+  const uint32_t reach = std::min(kExactReach, p / 16);
+  uint32_t best = p;
+  uint32_t fewest = mismatches_over(t, p, p);
+  for (uint32_t d = 1; d <= reach && fewest > 0; ++d) {
+    for (const uint32_t q : {p - d, p + d}) {
+      if (q > kMaxPeriod || t + 1 < oldest + 2 * uint64_t{q}) continue;
+      const uint32_t m = mismatches_over(t, q, fewest);
+      if (m < fewest) {
+        fewest = m;
+        best = q;
+      }
+    }
+  }
+  return best;
 }
 
 // Whether the last p events up to t repeat with the shorter period q (a divisor of p): at most one in ten

@@ -85,7 +85,10 @@
 // scans at most kSwingLookback + max(p, 32) events (spans_the_swing; after a rejection nothing locks until the
 // rejected window has passed: at most one such scan per 32 events); and the call that locks or switches
 // builds the cycle tables (clears kCycleSlots = 32,768 slots, p events) and recounts the history (kHistory =
-// 32,768 events); this happens a handful of times per run.
+// 32,768 events); this happens a handful of times per run. A period of more than kExactFrom events that
+// verifies is first checked against its neighbours (exact_period): p events, then each of at most
+// 2 * kExactReach neighbours until it mismatches more often than the best so far (a few events each when one
+// of them repeats exactly).
 //
 // Thread safety: none; the caller serialises calls. Never allocates (fixed arrays); no system calls.
 #pragma once
@@ -109,6 +112,10 @@ class StepDetector {
   // How far back spans_the_swing() looks for the low point before a window (what it was when kMaxPeriod was
   // 4096: a start-up peak of memory delays the first lock until it is this many events old, no longer).
   static constexpr uint32_t kSwingLookback = 4096;
+  // Periods longer than kExactFrom that verify are moved to the neighbour within kExactReach (and p / 16)
+  // events that repeats best (exact_period()).
+  static constexpr uint32_t kExactFrom = 256;
+  static constexpr uint32_t kExactReach = 256;
 
   // Feeds one allocation event. `small_before`: allocations below the object threshold that the
   // allocating thread made since its previous object (see "Work between objects" above; 0 when unknown, as
@@ -238,6 +245,9 @@ class StepDetector {
   bool contains_locked(uint64_t t, uint32_t p) noexcept;
   uint32_t foreign_repeats(uint64_t t, uint32_t p) noexcept;
   bool repeats_within(uint64_t t, uint32_t p, uint32_t q) const noexcept;
+  bool on_verified(uint64_t t, const PeriodJob& done) noexcept;
+  uint32_t exact_period(uint64_t t, uint32_t p) const noexcept;
+  uint32_t mismatches_over(uint64_t t, uint32_t q, uint32_t give_up) const noexcept;
   bool foreign(uint64_t q) noexcept;
 
   Event history_[kHistory] = {};

@@ -11,6 +11,7 @@
 #include "os/futex.h"
 #include "os/measure_clock.h"
 #include "os/os.h"
+#include "os/resident.h"
 #include "migration.h"
 #include "object_path.h"
 #include "profiler.h"
@@ -256,6 +257,31 @@ bool bind_extent(State& s, ObjectRecord& r, uint16_t bound, const place::Decisio
   return false;
 }
 
+// Faults in the pages of a fast birth under a budget whose extent has none (fresh, trimmed or returned)
+// with one call instead of one trap per page when the program first writes them. Under a budget the fast
+// pool's pages turn over every step (a birth whose class has no parked extent faults its pages in:
+// densenet121, dry run at 20%, about 350 MB and 46,000 faults a step); populating 64 MiB of 4 KiB pages
+// here takes 11.3 ms against 19.2 ms by touching them (huge pages: 3.3 against 3.5 ms). Only the object's
+// own pages: a tensor is written whole soon after its birth, its extent's tail past its size may never be.
+// Without a budget a fresh extent is carved once and kept, so its faults are not worth the call. A kernel
+// without MADV_POPULATE_WRITE (before 5.14) refuses once and is not asked again; any other refusal leaves
+// the pages to fault in as before.
+void populate_birth(State& s, const ObjectRecord& r, uint64_t size) noexcept {
+  static std::atomic<bool> unsupported{false};
+  if (r.pool.load(std::memory_order_relaxed) != place::kFastPool || !s.placer.parks_freed_extents(place::kFastPool) ||
+      unsupported.load(std::memory_order_relaxed)) {
+    return;
+  }
+  const uint64_t bytes = pages_for(size) * kPageSize;
+  const int saved_errno = errno;  // the program's malloc() succeeds: its errno stays
+  if (os::make_resident(reinterpret_cast<void*>(r.start), bytes)) {
+    s.counters.fast_births_populated_bytes.fetch_add(bytes, std::memory_order_relaxed);
+  } else if (errno == EINVAL) {
+    unsupported.store(true, std::memory_order_relaxed);
+  }
+  errno = saved_errno;
+}
+
 }  // namespace
 
 thread_local ThreadState t_thread __attribute__((tls_model("initial-exec")));
@@ -287,6 +313,7 @@ __attribute__((noinline)) void* alloc_object(const ObjectRequest& q, bool* zeroe
   if (fresh_zero) {
     const uint8_t pool = r.pool.load(std::memory_order_relaxed);
     if (pool < 2) s.counters.empty_birth_bytes[pool].fetch_add(r.charge, std::memory_order_relaxed);
+    populate_birth(s, r, q.size);
   }
   if (zeroed != nullptr) *zeroed = fresh_zero;
 

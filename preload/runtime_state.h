@@ -41,6 +41,8 @@ struct Counters {
   // Parked extents of a larger class taken by a smaller object: bytes of their pages past its class,
   // dropped and out of the budget (runtime.cc, drop_tail).
   std::atomic<uint64_t> parked_tails_dropped_bytes{0};
+  // Fast births under a budget whose empty pages were faulted in with one call (runtime.cc, populate_birth).
+  std::atomic<uint64_t> fast_births_populated_bytes{0};
 };
 
 struct State {

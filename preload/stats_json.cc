@@ -105,6 +105,7 @@ void add_placement(Json& j, const State& s) {
   j[key::kParkedFastReuses] = p.parked_reuses;
   j[key::kParkedFastTrimmedBytes] = p.parked_trimmed_bytes;
   j[key::kParkedTailsDroppedBytes] = s.counters.parked_tails_dropped_bytes.load();
+  j[key::kFastBirthsPopulatedBytes] = s.counters.fast_births_populated_bytes.load();
   j[key::kBindFailures] = p.bind_failures;
   // Refused binds: rebinds that moved the pages instead, objects counted where their pages are, and of
   // those the ones counted fast beyond the budget.

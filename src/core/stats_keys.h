@@ -89,6 +89,8 @@ inline constexpr const char kParkedFastReuses[] = "parked_fast_reuses";
 inline constexpr const char kParkedFastTrimmedBytes[] = "parked_fast_trimmed_bytes";
 // Parked extents of a larger class taken by a smaller object: their pages past its class, dropped.
 inline constexpr const char kParkedTailsDroppedBytes[] = "parked_tails_dropped_bytes";
+// Fast births under a budget whose pages were faulted in with one call (preload/runtime.cc, populate_birth).
+inline constexpr const char kFastBirthsPopulatedBytes[] = "fast_births_populated_bytes";
 inline constexpr const char kBindFailures[] = "bind_failures";
 inline constexpr const char kRebindsMoving[] = "rebinds_moving";
 inline constexpr const char kBindsRehomed[] = "binds_rehomed";
@@ -167,7 +169,7 @@ inline constexpr const char kProfileSource[] = "profile_source";
 inline constexpr const char kPlansFromLocalRank0Profile[] = "plans_from_local_rank0_profile";
 inline constexpr const char kMode[] = "mode";
 
-inline constexpr std::array<std::string_view, 135> kAll = {
+inline constexpr std::array<std::string_view, 136> kAll = {
     kPid,
     kRank,
     kForkedChildren,
@@ -234,6 +236,7 @@ inline constexpr std::array<std::string_view, 135> kAll = {
     kParkedFastReuses,
     kParkedFastTrimmedBytes,
     kParkedTailsDroppedBytes,
+    kFastBirthsPopulatedBytes,
     kBindFailures,
     kRebindsMoving,
     kBindsRehomed,

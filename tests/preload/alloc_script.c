@@ -1,6 +1,8 @@
 /* Allocates, frees and moves objects as its arguments say, in order, touching every page of each new
  * object:
  *   aN=SIZE  allocate slot N (0..63) with SIZE bytes (suffix K or M), and write all of it
+ *   bN=SIZE  the same without writing it
+ *   rN       print "resident N PAGES": pages of slot N's object the kernel has mapped (mincore)
  *   fN       free slot N
  *   mN@M     queue a move of slot N to the node slot M's object is on (sentinel_move_object)
  *   w        wait for every move queued so far (refused or failed ones too)
@@ -14,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 typedef int (*node_fn)(const void*);
 typedef uint64_t (*move_fn)(const void*, int);
@@ -21,6 +25,7 @@ typedef int (*wait_fn)(uint64_t, int);
 
 int main(int argc, char** argv) {
   void* slot[64] = {0};
+  size_t size[64] = {0};
   uint64_t tickets[64];
   int queued = 0;
   const node_fn node_of = (node_fn)dlsym(RTLD_DEFAULT, "sentinel_object_node");
@@ -41,6 +46,14 @@ int main(int argc, char** argv) {
     if (n < 0 || n >= 64) return 2;
     if (a[0] == 'u') {
       printf("usable %ld %zu\n", n, malloc_usable_size(slot[n]));
+    } else if (a[0] == 'r') {
+      /* Objects are page-aligned under the preload. */
+      const size_t page = (size_t)sysconf(_SC_PAGESIZE), pages = (size[n] + page - 1) / page;
+      unsigned char vec[4096];
+      size_t resident = 0;
+      if (pages > sizeof vec || ((uintptr_t)slot[n] & (page - 1)) != 0 || mincore(slot[n], size[n], vec) != 0) return 5;
+      for (size_t k = 0; k < pages; ++k) resident += vec[k] & 1;
+      printf("resident %ld %zu\n", n, resident);
     } else if (a[0] == 'f') {
       free(slot[n]);
       slot[n] = NULL;
@@ -48,14 +61,15 @@ int main(int argc, char** argv) {
       const long to = strtol(end + 1, NULL, 10);
       if (to < 0 || to >= 64 || move == NULL || node_of == NULL || queued == 64) return 4;
       tickets[queued++] = move(slot[n], node_of(slot[to]));
-    } else if (a[0] == 'a' && *end == '=') {
+    } else if ((a[0] == 'a' || a[0] == 'b') && *end == '=') {
       char* unit = NULL;
       unsigned long long bytes = strtoull(end + 1, &unit, 10);
       if (*unit == 'K') bytes <<= 10;
       if (*unit == 'M') bytes <<= 20;
       slot[n] = malloc(bytes);
       if (slot[n] == NULL) return 3;
-      memset(slot[n], (int)n + 1, bytes);
+      size[n] = bytes;
+      if (a[0] == 'a') memset(slot[n], (int)n + 1, bytes);
     } else {
       return 2;
     }

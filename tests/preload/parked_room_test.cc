@@ -142,3 +142,23 @@ TEST(CachedFit, UnderABudgetASlowBirthTakesALargerSlowExtentWithoutItsTail) {
 }
 
 }  // namespace
+
+// A fast birth under a budget into an extent with no pages (fresh, or its pages dropped) has them faulted in
+// with one call at its birth (runtime.cc, populate_birth): its own pages, not its extent's tail. A birth into
+// a parked extent, whose pages are there, and a birth without a budget (its extent is carved once and kept)
+// are not populated.
+TEST(ParkedRoom, AFastBirthIntoAnEmptyExtentHasItsPagesFaultedInAtOnce) {
+  std::string out;
+  // 1000 KiB: 250 pages of a 256-page extent class (1 MiB).
+  nlohmann::json j = run_script("b0=1000K r0 f0 b1=1000K r1", "4M", &out);
+  ASSERT_TRUE(j.is_object());
+  EXPECT_NE(out.find("resident 0 250"), std::string::npos) << out;
+  EXPECT_NE(out.find("resident 1 250"), std::string::npos) << out;  // the parked pages, kept
+  EXPECT_EQ(get(j, "parked_fast_reuses"), 1u) << j.dump(1);
+  EXPECT_EQ(get(j, "fast_births_populated_bytes"), 1000 * kKiB) << j.dump(1);
+  // Without a budget nothing is populated: the pages come when the program writes them.
+  j = run_script("b0=1000K r0", "", &out);
+  ASSERT_TRUE(j.is_object());
+  EXPECT_NE(out.find("resident 0 0"), std::string::npos) << out;
+  EXPECT_EQ(get(j, "fast_births_populated_bytes"), 0u) << j.dump(1);
+}

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <deque>
 
+#include "plan/fast_pool_model.h"
+
 namespace sentinel {
 namespace {
 
@@ -81,6 +83,7 @@ bool simulate_plan(const ProfileIndex& index, const Plan& plan, const MemorySyst
     r.phase_slow_objects.assign(P, {});
   }
   if (options.record_objects) r.object_state.assign(static_cast<size_t>(P) * objs.size(), ObjectPhaseState::kDead);
+  if (options.record_fresh) r.object_fresh_bytes.assign(objs.size(), 0);
   std::vector<ObjState> st(objs.size());
   uint64_t resident = 0;
   for (uint32_t i = 0; i < objs.size(); ++i) {
@@ -91,18 +94,17 @@ bool simulate_plan(const ProfileIndex& index, const Plan& plan, const MemorySyst
     if (st[i].counted) resident += objs[i].size;
   }
   std::deque<PendingEvict> evicting;
-  uint64_t evicting_bytes = 0;  // fast memory the queued evictions give back once they ran
-  // The fast pool (see cost_model.h), starting full: the steps before a plan fill it. A pool that holds
-  // the step's whole peak is no budget (all-DRAM): nothing is charged then.
+  // The fast pool (see cost_model.h and plan/fast_pool_model.h), by the runtime's extents: it starts with
+  // nothing parked, and the steps before the reported one fill it. A pool that holds the step's whole peak
+  // is no budget (all-DRAM): nothing is charged then.
   const bool pool = options.pool_bytes > 0 && options.pool_bytes < index.peak_bytes();
-  uint64_t parked = pool && options.pool_bytes > resident ? options.pool_bytes - resident : 0;
-  // Parked bytes dropped until live objects of `live` bytes and the parked ones fit the pool.
-  auto make_room = [&](uint64_t live) -> uint64_t {
-    const uint64_t over = live + parked > options.pool_bytes ? live + parked - options.pool_bytes : 0;
-    const uint64_t dropped = std::min(parked, over);
-    parked -= dropped;
-    return dropped;
-  };
+  FastPoolModel fast_pool(options.pool_bytes);
+  uint64_t evicting_extents = 0;  // fast memory the queued evictions give back once they ran
+  if (pool) {
+    for (uint32_t i = 0; i < objs.size(); ++i) {
+      if (st[i].counted) fast_pool.add_live(objs[i].size);
+    }
+  }
   double now = 0, channel_free = 0;
   uint64_t seq = 0;
   const double lat_delta = mem.latency_delta_ns();  // streamed misses cost bandwidth only
@@ -121,8 +123,9 @@ bool simulate_plan(const ProfileIndex& index, const Plan& plan, const MemorySyst
         if (o.alive && o.counted && o.target == Tier::kSlow && o.job_seq == e.seq) {
           o.counted = false;
           resident -= objs[e.obj].size;
+          if (pool) fast_pool.leave(objs[e.obj].size);
         }
-        evicting_bytes -= objs[e.obj].size;
+        if (pool) evicting_extents -= FastPoolModel::extent_bytes(objs[e.obj].size);
         if (options.record_moves) {
           uint32_t busy = static_cast<uint32_t>(std::min<uint64_t>(gphase - e.issued_phase, P));
           r.move_busy_phases[e.move] = std::max(r.move_busy_phases[e.move], busy);
@@ -135,7 +138,7 @@ bool simulate_plan(const ProfileIndex& index, const Plan& plan, const MemorySyst
         if (!o.alive) continue;
         if (o.counted) {
           resident -= objs[i].size;
-          if (pool) parked += objs[i].size;  // a freed fast object's pages are parked
+          if (pool) fast_pool.free(objs[i].size);  // a freed fast object's pages are parked
         }
         o.alive = false;
         o.counted = false;
@@ -149,12 +152,11 @@ bool simulate_plan(const ProfileIndex& index, const Plan& plan, const MemorySyst
         o.counted = birth[i] == Tier::kFast;
         if (!o.counted) continue;
         resident += objs[i].size;
-        // Parked pages first; what they do not cover is faulted in, and takes room.
+        // A parked extent that fits first; failing that its pages are faulted in, and take room.
         if (pool) {
-          const uint64_t reused = std::min(parked, objs[i].size);
-          parked -= reused;
-          fresh += objs[i].size - reused;
-          make_room(resident);
+          const uint64_t faulted = fast_pool.birth(objs[i].size);
+          fresh += faulted;
+          if (last && options.record_fresh) r.object_fresh_bytes[i] += faulted;
         }
       }
       // 4. Migrations issued at event k, first in first out on one channel.
@@ -180,7 +182,7 @@ bool simulate_plan(const ProfileIndex& index, const Plan& plan, const MemorySyst
             resident += objs[m.obj].size;
             // Its room when it starts: after the evictions queued ahead of it have given theirs back.
             if (pool) {
-              const uint64_t dropped = make_room(resident - std::min(resident, evicting_bytes));
+              const uint64_t dropped = fast_pool.arrive(objs[m.obj].size, evicting_extents);
               if (last) r.trimmed_bytes += dropped;
             }
           }
@@ -188,7 +190,7 @@ bool simulate_plan(const ProfileIndex& index, const Plan& plan, const MemorySyst
         } else {
           o.stall_open = false;
           evicting.push_back({done, m.obj, seq, gphase, m.id});
-          evicting_bytes += objs[m.obj].size;
+          if (pool) evicting_extents += FastPoolModel::extent_bytes(objs[m.obj].size);
         }
         if (last) {
           r.migrated_bytes += objs[m.obj].size;

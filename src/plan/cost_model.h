@@ -16,9 +16,9 @@
 // channel (the evictions queued ahead of it have freed theirs by then); where the live objects and the
 // parked pages leave it none, parked pages are dropped for it (trimmed_bytes), and later births fault
 // those in. So moves that bring pages in without evictions that give as many back first cost the
-// program faults, and the model says how much. The runtime parks pages per size class (a birth takes an
-// extent of its class, or of one up to twice its size); the model lets any birth take any parked
-// bytes, so it leaves out the faults of births whose class no parked extent has (docs/tier-model.md).
+// program faults, and the model says how much. The pool is replayed by size class as the runtime keeps
+// it (plan/fast_pool_model.h): a birth takes a parked extent of its class, or of one up to twice its size,
+// and room is made by dropping whole extents, so births whose class no parked extent has fault too.
 //
 // duration(k) is the phase duration measured on DRAM only. Migrations run in the background on one
 // FIFO channel at migration_bw. The replay runs `steps` steps back to back (the channel carries its
@@ -51,6 +51,7 @@ struct SimOptions {
   bool record_phases = false;  // fill SimResult::phase_* (diagnostics; does not change the model)
   bool record_objects = false; // fill SimResult::object_state and ::issued (reports; no model change)
   uint64_t pool_bytes = 0;     // the fast pool (see above; the budget); 0: no pool, no fault time
+  bool record_fresh = false;   // fill SimResult::object_fresh_bytes (the planner's fault repair)
 };
 
 // Where an object is during a phase of the last replayed step (record_objects).
@@ -95,6 +96,9 @@ struct SimResult {
   uint64_t fresh_bytes = 0;
   double fault_ns = 0;
   uint64_t trimmed_bytes = 0;
+  // With record_fresh, per object (index into ProfileIndex::objects()): the bytes its fast births of the
+  // last step faulted in.
+  std::vector<uint64_t> object_fresh_bytes;
   // All replayed steps.
   uint64_t dram_peak_bytes = 0;
   uint32_t budget_violations = 0;  // (step, phase) pairs with residency above budget_bytes

@@ -51,6 +51,9 @@ struct PlannerConfig {
   uint32_t stall_repair_attempts = 8;
   // Also plan from Sentinel's best static placement held fast (planner.cc) and keep the better plan.
   bool seed_with_static_best = true;
+  // Rounds of the fault repair (fault_repair.h): fast births that fault in more than their accesses save
+  // are sent slow; 0 turns it off.
+  uint32_t fault_repair_rounds = 4;
 };
 
 // The budget in bytes the config asks for on this profile.

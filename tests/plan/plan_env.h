@@ -17,9 +17,10 @@ struct PlanEnv {
   ProfileIndex index;
   MemorySystem mem;
   // The planner's mechanics tests were written against a latency-bound slow tier and a 3.3 GB/s
-  // channel (their comments give copy times at that rate): those two values stay fixed here so that a
-  // preset's change (stream_share, the emulator's migration figure) does not change what they test.
-  // Tests of the presets themselves pass as_preset = true.
+  // channel (their comments give copy times at that rate), and without the fast pool's faults: those
+  // values stay fixed here so that a preset's change (stream_share, the emulator's migration figure) or
+  // the fast pool's model (plan/fast_pool_model.h) does not change what they test. The tests of the
+  // faults set fault_ns_per_byte themselves; tests of the presets pass as_preset = true.
   explicit PlanEnv(const StepProfile& p, const char* tier = "cxl", bool as_preset = false) {
     std::string err;
     EXPECT_TRUE(index.build(p, &err)) << err;
@@ -27,6 +28,7 @@ struct PlanEnv {
     if (!as_preset) {
       mem.stream_share = 0;
       mem.migration_bw_gbps = 3.3;
+      mem.fault_ns_per_byte = 0;
     }
   }
   // The planner's plan for `budget`; a plan that exceeds the budget at any event fails the test.

@@ -50,16 +50,16 @@ TEST(Planner, LongGapObjectIsEvictedAndPrefetchedInTime) {
   EXPECT_LE(p.summary.expected_dram_peak_bytes, 6 * kMiB);
 }
 
-// The same profile with the fast pool's faults charged (cost_model.h): the round trip's prefetch takes
-// 2 MiB of its room from object 2's parked pages (the pool is 6 MiB, the two objects 8), which object 2
-// then faults in every step. The planner keeps a static placement when that costs more than object 1's
-// two slow accesses save.
+// The same profile with the fast pool's faults charged (cost_model.h): the round trip's prefetch is 2 MiB
+// short of room (the pool is 6 MiB, the two objects 8) and drops object 2's parked extent, 4 MiB (a whole
+// extent: plan/fast_pool_model.h), which object 2 then faults in every step. The planner keeps a static
+// placement when that costs more than object 1's two slow accesses save.
 TEST(Planner, KeepsAStaticPlacementWhereItsMovesCostMoreInFaultsThanTheySave) {
   Env env(make_profile(20, kPhase, {object(1, 4 * kMiB, 2, 17, {2, 17}), object(2, 4 * kMiB, 7, 12, {7, 8, 9, 10, 11, 12})}));
   env.mem.fault_ns_per_byte = 0;
   const Plan free_faults = env.plan(6 * kMiB);
   EXPECT_GT(free_faults.move_count(), 0u);
-  env.mem.fault_ns_per_byte = 10.0;  // the 2 MiB it faults in then cost 21 ms, more than object 1 saves
+  env.mem.fault_ns_per_byte = 10.0;  // the 4 MiB it faults in then cost 42 ms, more than object 1 saves
   const Plan costly = env.plan(6 * kMiB);
   EXPECT_EQ(costly.move_count(), 0u) << costly.summary.message;
   EXPECT_EQ(costly.birth(2), Tier::kFast);

@@ -66,41 +66,31 @@ uint32_t vit_step(Program& prog, int layers, int matrices) {
   return events;
 }
 
-// 64 matrices: 4,728 events per step, 97% of them scratch buffers.
-TEST(StepDetectorModels, FindsAVisionTransformerStepOfRunsOfScratchBuffers) {
+// `steps` ViT steps of `matrices` scratch buffers per attention matmul: the detector must lock the whole step
+// (every step counted, the last boundary on a step start) by the end of step `locked_by`.
+void expect_vit_found(int matrices, int steps, uint32_t locked_by) {
   Program prog;
   startup(prog);
   uint32_t per_step = 0;
-  constexpr int kSteps = 5;
-  for (int s = 0; s < kSteps; ++s) per_step = vit_step(prog, 12, 64);
+  for (int s = 0; s < steps; ++s) per_step = vit_step(prog, 12, matrices);
   ASSERT_GT(per_step, 4096u);  // longer than the longest step the detector used to take
   ASSERT_LE(per_step, StepDetector::kMaxPeriod);
   prog.detector().finish();
   EXPECT_EQ(prog.detector().period(), per_step);
-  EXPECT_EQ(prog.detector().complete_steps(), uint64_t{kSteps});
-  // The whole step replaced the runs of scratch buffers by the third step.
-  EXPECT_LT(prog.detector().lock_event(), 40 + 3u * per_step);
+  EXPECT_EQ(prog.detector().complete_steps(), static_cast<uint64_t>(steps));
+  EXPECT_LT(prog.detector().lock_event(), 40 + locked_by * per_step);
   ASSERT_FALSE(prog.boundaries().empty());
   EXPECT_EQ((prog.boundaries().back() - 40) % per_step, 0u);
 }
 
+// 64 matrices: 4,728 events per step, 97% of them scratch buffers. The whole step replaces the runs of
+// scratch buffers by the third step.
+TEST(StepDetectorModels, FindsAVisionTransformerStepOfRunsOfScratchBuffers) { expect_vit_found(64, 5, 3); }
+
 // Batch 16 x 12 heads: 192 matrices, 13,944 events per step, 99% of them scratch buffers. A period a few
 // events short verifies too (it mismatches only where runs end): SGD's eight temporaries at the end of the
 // step propose 13,937 from the first of them in the next step, and it verified before the step did.
-TEST(StepDetectorModels, FindsAVisionTransformerStepOfLongerRunsOfScratchBuffers) {
-  Program prog;
-  startup(prog);
-  uint32_t per_step = 0;
-  constexpr int kSteps = 6;
-  for (int s = 0; s < kSteps; ++s) per_step = vit_step(prog, 12, 192);
-  ASSERT_LE(per_step, StepDetector::kMaxPeriod);
-  prog.detector().finish();
-  EXPECT_EQ(prog.detector().period(), per_step);
-  EXPECT_EQ(prog.detector().complete_steps(), uint64_t{kSteps});
-  EXPECT_LT(prog.detector().lock_event(), 40 + 4u * per_step);
-  ASSERT_FALSE(prog.boundaries().empty());
-  EXPECT_EQ((prog.boundaries().back() - 40) % per_step, 0u);
-}
+TEST(StepDetectorModels, FindsAVisionTransformerStepOfLongerRunsOfScratchBuffers) { expect_vit_found(192, 6, 4); }
 
 // A model wrapped in torch.compile, as its allocations reach the runtime (tests/core/data/
 // gpt2_compiled_16steps.trace): the compiled forward's buffers come from one call-site (torch.empty_strided

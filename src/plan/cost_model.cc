@@ -22,6 +22,7 @@ struct ObjState {
   double job_done = 0;      // completion time of the last migration of this object
   uint64_t job_seq = 0;
   uint32_t last_move = 0;
+  FastPoolModel::Extent held;  // its extent in the fast pool while counted fast (with a pool)
 };
 
 struct PendingEvict {
@@ -30,6 +31,7 @@ struct PendingEvict {
   uint64_t seq;
   uint64_t issued_phase;  // global phase index (step * period + event)
   uint32_t move;
+  uint64_t extent;        // the fast pool's bytes it gives back (with a pool)
 };
 
 }  // namespace
@@ -102,7 +104,7 @@ bool simulate_plan(const ProfileIndex& index, const Plan& plan, const MemorySyst
   uint64_t evicting_extents = 0;  // fast memory the queued evictions give back once they ran
   if (pool) {
     for (uint32_t i = 0; i < objs.size(); ++i) {
-      if (st[i].counted) fast_pool.add_live(objs[i].size);
+      if (st[i].counted) fast_pool.add_live(objs[i].size, &st[i].held);
     }
   }
   double now = 0, channel_free = 0;
@@ -123,9 +125,9 @@ bool simulate_plan(const ProfileIndex& index, const Plan& plan, const MemorySyst
         if (o.alive && o.counted && o.target == Tier::kSlow && o.job_seq == e.seq) {
           o.counted = false;
           resident -= objs[e.obj].size;
-          if (pool) fast_pool.leave(objs[e.obj].size);
+          if (pool) fast_pool.leave(o.held);
         }
-        if (pool) evicting_extents -= FastPoolModel::extent_bytes(objs[e.obj].size);
+        evicting_extents -= e.extent;
         if (options.record_moves) {
           uint32_t busy = static_cast<uint32_t>(std::min<uint64_t>(gphase - e.issued_phase, P));
           r.move_busy_phases[e.move] = std::max(r.move_busy_phases[e.move], busy);
@@ -138,7 +140,7 @@ bool simulate_plan(const ProfileIndex& index, const Plan& plan, const MemorySyst
         if (!o.alive) continue;
         if (o.counted) {
           resident -= objs[i].size;
-          if (pool) fast_pool.free(objs[i].size);  // a freed fast object's pages are parked
+          if (pool) fast_pool.free(o.held);  // a freed fast object's pages are parked
         }
         o.alive = false;
         o.counted = false;
@@ -154,7 +156,7 @@ bool simulate_plan(const ProfileIndex& index, const Plan& plan, const MemorySyst
         resident += objs[i].size;
         // A parked extent that fits first; failing that its pages are faulted in, and take room.
         if (pool) {
-          const uint64_t faulted = fast_pool.birth(objs[i].size);
+          const uint64_t faulted = fast_pool.birth(objs[i].size, &o.held);
           fresh += faulted;
           if (last && options.record_fresh) r.object_fresh_bytes[i] += faulted;
         }
@@ -182,15 +184,16 @@ bool simulate_plan(const ProfileIndex& index, const Plan& plan, const MemorySyst
             resident += objs[m.obj].size;
             // Its room when it starts: after the evictions queued ahead of it have given theirs back.
             if (pool) {
-              const uint64_t dropped = fast_pool.arrive(objs[m.obj].size, evicting_extents);
+              const uint64_t dropped = fast_pool.arrive(objs[m.obj].size, evicting_extents, &o.held);
               if (last) r.trimmed_bytes += dropped;
             }
           }
           o.stall_open = true;
         } else {
           o.stall_open = false;
-          evicting.push_back({done, m.obj, seq, gphase, m.id});
-          if (pool) evicting_extents += FastPoolModel::extent_bytes(objs[m.obj].size);
+          const uint64_t extent = pool ? o.held.charge : 0;
+          evicting.push_back({done, m.obj, seq, gphase, m.id, extent});
+          evicting_extents += extent;
         }
         if (last) {
           r.migrated_bytes += objs[m.obj].size;

@@ -9,7 +9,8 @@
 // pages"), so one figure serves both.
 //
 // Runs on the service thread before the first plan (a few ms): maps 2 MiB of its own, faults them in, then
-// three times drops them and faults them in again page by page, keeps the fastest round, unmaps them.
+// three times drops them and faults them in again as a fast birth does (MADV_POPULATE_WRITE where the
+// kernel has it, page by page where not), keeps the fastest round, unmaps them.
 // Timed with the step clock (os/measure_clock.h): virtual time in the two-node guest.
 #pragma once
 

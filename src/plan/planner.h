@@ -54,6 +54,8 @@ struct PlannerConfig {
   // Rounds of the fault repair (fault_repair.h): fast births that fault in more than their accesses save
   // are sent slow; 0 turns it off.
   uint32_t fault_repair_rounds = 4;
+  // Also replay the first-touch and static-ratio placements (fault-repaired) and keep one that is faster.
+  bool compare_static_baselines = true;
 };
 
 // The budget in bytes the config asks for on this profile.

@@ -37,14 +37,16 @@ test::PlanEnv two_turns(uint64_t passes) {
                        "optane", /*as_preset=*/true);
 }
 
-double static_best_ns(const test::PlanEnv& env, uint64_t budget) {
+double policy_ns(const test::PlanEnv& env, uint64_t budget, Policy policy) {
   PlannerConfig cfg;
   cfg.budget_bytes = budget;
   Plan p;
   std::string err;
-  EXPECT_TRUE(make_plan(Policy::kStaticBest, env.index, env.mem, cfg, &p, &err)) << err;
+  EXPECT_TRUE(make_plan(policy, env.index, env.mem, cfg, &p, &err)) << err;
   return env.eval(p, budget).step_ns;
 }
+
+double static_best_ns(const test::PlanEnv& env, uint64_t budget) { return policy_ns(env, budget, Policy::kStaticBest); }
 
 TEST(PlannerMoves, HeavyTrafficIsWorthARoundTripEveryStep) {
   const auto env = two_turns(8);
@@ -129,6 +131,9 @@ TEST(PlannerMoves, StartingFromTheBestStaticPlacementBeatsBothStartsOnSomeProfil
       const double fixed = static_best_ns(env, budget);
       EXPECT_LE(seeded, unseeded * (1 + 1e-9)) << "seed " << seed << " share " << share;
       EXPECT_LE(seeded, fixed * (1 + 1e-9)) << "seed " << seed << " share " << share;
+      // Nor worse than the other static placements (planner.cc; their fast pool's faults matter here).
+      EXPECT_LE(seeded, policy_ns(env, budget, Policy::kFirstTouch) * (1 + 1e-9)) << "seed " << seed;
+      EXPECT_LE(seeded, policy_ns(env, budget, Policy::kStaticRatio) * (1 + 1e-9)) << "seed " << seed;
       ++profiles;
       if (seeded < 0.999 * std::min(unseeded, fixed)) ++better_than_both;
       best_gain = std::max(best_gain, 1 - seeded / std::min(unseeded, fixed));

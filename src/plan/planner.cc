@@ -242,7 +242,6 @@ bool plan_sentinel(const ProfileIndex& index, const MemorySystem& mem, const Pla
   Plan fixed;
   std::string ignored;
   const bool have_fixed = make_plan(Policy::kStaticBest, index, mem, cfg, &fixed, &ignored);
-  std::string fixed_notes;
   if (have_fixed && cfg.seed_with_static_best) {
     std::vector<uint32_t> held;
     for (uint32_t i = 0; i < index.objects().size(); ++i) {
@@ -265,41 +264,36 @@ bool plan_sentinel(const ProfileIndex& index, const MemorySystem& mem, const Pla
   const std::vector<Window>& win = best.win;
   const RepairStats& repair = best.repair;
   const plan_detail::StallRepairStats& stall_fix = best.stall_fix;
+  // A whole-step placement, fault-repaired, replaces the plan when the model says it is faster.
+  auto keep_if_faster = [&](Plan* alt, const char* what, const char* over) {
+    std::string alt_notes;
+    repair_faults_noted(index, mem, cfg, budget, alt, &alt_notes);
+    SimResult ra;
+    if (!simulate_plan(index, *alt, mem, model, &ra, nullptr) || ra.step_ns >= rp.step_ns * (1 - 1e-9)) return;
+    char line[160];
+    std::snprintf(line, sizeof line, "kept %s (modeled %.3f ms) over %s (%.3f ms); ", what, ra.step_ns / 1e6, over,
+                  rp.step_ns / 1e6);
+    notes += line;
+    notes += alt_notes;
+    plan.birth_tier = std::move(alt->birth_tier);
+    for (auto& e : plan.events) e.clear();
+    rp = ra;
+  };
   // Never worse than Sentinel's own best static placement (baselines.h, static-best): the windows are
   // chosen greedily by density, and where no move pays (a slow channel, streamed traffic) the greedy
   // can leave a worse static set than static-best's whole-lifetime choice. Same model, same budget.
-  SimResult rf;
-  if (have_fixed) repair_faults_noted(index, mem, cfg, budget, &fixed, &fixed_notes);
-  if (have_fixed && simulate_plan(index, fixed, mem, model, &rf, nullptr) && rf.step_ns < rp.step_ns * (1 - 1e-9)) {
-    char line[160];
-    std::snprintf(line, sizeof line, "kept the best static placement (modeled %.3f ms) over the windows' plan (%.3f ms); ",
-                  rf.step_ns / 1e6, rp.step_ns / 1e6);
-    notes += line;
-    notes += fixed_notes;
-    plan.birth_tier = std::move(fixed.birth_tier);
-    for (auto& e : plan.events) e.clear();
-    rp = rf;
-  }
-  // Nor worse than the other static placements, fault-repaired likewise. Under the fast pool's faults
-  // (cost_model.h) a placement that fills the budget in allocation order can beat the one chosen by
-  // access density: its fast births are the same objects every step and find their parked extents
-  // (efficientnet_b0, batch 32, 224 px, 10 % on optane: first-touch 1.146x, Sentinel's plan 1.155x).
-  for (const Policy other : {Policy::kFirstTouch, Policy::kStaticRatio}) {
-    if (!cfg.compare_static_baselines) break;
-    Plan alt;
-    std::string alt_notes;
-    SimResult ra;
-    if (!make_plan(other, index, mem, cfg, &alt, &ignored)) continue;
-    repair_faults_noted(index, mem, cfg, budget, &alt, &alt_notes);
-    if (!simulate_plan(index, alt, mem, model, &ra, nullptr) || ra.step_ns >= rp.step_ns * (1 - 1e-9)) continue;
-    char line[160];
-    std::snprintf(line, sizeof line, "kept the %s placement (modeled %.3f ms) over the plan (%.3f ms); ",
-                  policy_name(other), ra.step_ns / 1e6, rp.step_ns / 1e6);
-    notes += line;
-    notes += alt_notes;
-    plan.birth_tier = std::move(alt.birth_tier);
-    for (auto& e : plan.events) e.clear();
-    rp = ra;
+  if (have_fixed) keep_if_faster(&fixed, "the best static placement", "the windows' plan");
+  // Nor worse than the other static placements. Under the fast pool's faults (cost_model.h) a placement that
+  // fills the budget in allocation order can beat the one chosen by access density: its fast births are the
+  // same objects every step and find their parked extents (efficientnet_b0, batch 32, 224 px, 10 % on optane:
+  // first-touch 1.146x, Sentinel's plan 1.155x).
+  if (cfg.compare_static_baselines) {
+    for (const Policy other : {Policy::kFirstTouch, Policy::kStaticRatio}) {
+      Plan alt;
+      if (!make_plan(other, index, mem, cfg, &alt, &ignored)) continue;
+      const std::string what = std::string("the ") + policy_name(other) + " placement";
+      keep_if_faster(&alt, what.c_str(), "the plan");
+    }
   }
   if (stall_fix.merged + stall_fix.dropped > 0)
     notes += "stall repair kept " + std::to_string(stall_fix.merged) + " objects fast through a gap and dropped " +

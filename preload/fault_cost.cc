@@ -9,6 +9,7 @@
 #include "os/measure_clock.h"
 #include "os/os.h"
 #include "os/resident.h"
+#include "runtime_state.h"
 
 namespace sentinel::rt {
 namespace {
@@ -46,6 +47,16 @@ FaultCost measure_fault_cost() noexcept {
   os::munmap(m, kBytes);
   c.valid = best > 0;
   c.ns_per_byte = best;
+  return c;
+}
+
+FaultCost measured_turnover_cost() noexcept {
+  FaultCost c;
+  const uint64_t bytes = g_state.counters.fast_births_populated_bytes.load(std::memory_order_relaxed);
+  const uint64_t ns = g_state.counters.fast_turnover_ns.load(std::memory_order_relaxed);
+  if (bytes < kEnoughTurnoverBytes || ns == 0) return c;
+  c.valid = true;
+  c.ns_per_byte = static_cast<double>(ns) / static_cast<double>(bytes);
   return c;
 }
 

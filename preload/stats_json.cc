@@ -8,6 +8,7 @@
 #include "core/output_file.h"
 #include "core/stats_keys.h"
 #include "core/text_buf.h"
+#include "fault_cost.h"
 #include "manager.h"
 #include "migration.h"
 #include "object_path.h"
@@ -106,6 +107,9 @@ void add_placement(Json& j, const State& s) {
   j[key::kParkedFastTrimmedBytes] = p.parked_trimmed_bytes;
   j[key::kParkedTailsDroppedBytes] = s.counters.parked_tails_dropped_bytes.load();
   j[key::kFastBirthsPopulatedBytes] = s.counters.fast_births_populated_bytes.load();
+  j[key::kFastTurnoverNs] = s.counters.fast_turnover_ns.load();
+  const FaultCost paid = measured_turnover_cost();
+  j[key::kFaultNsPerBytePaid] = paid.valid ? paid.ns_per_byte : 0.0;
   j[key::kBindFailures] = p.bind_failures;
   // Refused binds: rebinds that moved the pages instead, objects counted where their pages are, and of
   // those the ones counted fast beyond the budget.

@@ -91,6 +91,8 @@ inline constexpr const char kParkedFastTrimmedBytes[] = "parked_fast_trimmed_byt
 inline constexpr const char kParkedTailsDroppedBytes[] = "parked_tails_dropped_bytes";
 // Fast births under a budget whose pages were faulted in with one call (preload/runtime.cc, populate_birth).
 inline constexpr const char kFastBirthsPopulatedBytes[] = "fast_births_populated_bytes";
+// Time the program's threads spent dropping parked fast pages and faulting fast births in (runtime.cc).
+inline constexpr const char kFastTurnoverNs[] = "fast_turnover_ns";
 inline constexpr const char kBindFailures[] = "bind_failures";
 inline constexpr const char kRebindsMoving[] = "rebinds_moving";
 inline constexpr const char kBindsRehomed[] = "binds_rehomed";
@@ -135,6 +137,8 @@ inline constexpr const char kMigrationSetupPlannedNs[] = "migration_setup_planne
 // What the plans assume recycling a fast page costs, per byte (preload/fault_cost.h), and the fast births'
 // bytes the plan in force is modeled to fault in per step (plan/cost_model.h, the fast pool).
 inline constexpr const char kFaultNsPerBytePlanned[] = "fault_ns_per_byte_planned";
+// The same cost as the process paid it (preload/fault_cost.h, measured_turnover_cost); 0 before enough bytes.
+inline constexpr const char kFaultNsPerBytePaid[] = "fault_ns_per_byte_paid";
 inline constexpr const char kPlanFreshBytesPerStep[] = "plan_fresh_bytes_per_step";
 inline constexpr const char kPlanFidelity[] = "plan_fidelity";
 inline constexpr const char kLatePrefetches[] = "late_prefetches";
@@ -169,7 +173,7 @@ inline constexpr const char kProfileSource[] = "profile_source";
 inline constexpr const char kPlansFromLocalRank0Profile[] = "plans_from_local_rank0_profile";
 inline constexpr const char kMode[] = "mode";
 
-inline constexpr std::array<std::string_view, 136> kAll = {
+inline constexpr std::array<std::string_view, 138> kAll = {
     kPid,
     kRank,
     kForkedChildren,
@@ -237,6 +241,7 @@ inline constexpr std::array<std::string_view, 136> kAll = {
     kParkedFastTrimmedBytes,
     kParkedTailsDroppedBytes,
     kFastBirthsPopulatedBytes,
+    kFastTurnoverNs,
     kBindFailures,
     kRebindsMoving,
     kBindsRehomed,
@@ -282,6 +287,7 @@ inline constexpr std::array<std::string_view, 136> kAll = {
     kPlannedFastForcedSlow,
     kMigrationBwPlannedGbps,
     kFaultNsPerBytePlanned,
+    kFaultNsPerBytePaid,
     kPlanFreshBytesPerStep,
     kPlanFidelity,
     kLatePrefetches,

@@ -162,3 +162,24 @@ TEST(ParkedRoom, AFastBirthIntoAnEmptyExtentHasItsPagesFaultedInAtOnce) {
   EXPECT_NE(out.find("resident 0 0"), std::string::npos) << out;
   EXPECT_EQ(get(j, "fast_births_populated_bytes"), 0u) << j.dump(1);
 }
+
+// The time the program's threads spend turning fast pages over (dropping parked pages for room, faulting
+// births in) is measured, and once 64 MiB were faulted in that way it prices the planner's faults
+// (preload/fault_cost.h, measured_turnover_cost): 8 MiB and 3 MiB objects in turn under an 8 MiB budget,
+// each birth dropping the other's parked extent and faulting its own pages in.
+TEST(ParkedRoom, TheTimeSpentTurningFastPagesOverPricesAByteFaultedIn) {
+  std::string script;
+  for (int i = 0; i < 7; ++i) script += "a0=8M f0 a1=3M f1 ";
+  const nlohmann::json j = run_script(script, "8M");
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(get(j, "fast_births_populated_bytes"), 7 * 11 * kMiB) << j.dump(1);
+  EXPECT_EQ(get(j, "parked_fast_trimmed_bytes"), (7 * 8 + 6 * 3) * kMiB) << j.dump(1);  // all but the first birth trim
+  const double ns = static_cast<double>(get(j, "fast_turnover_ns"));
+  EXPECT_GT(ns, 0.0);
+  EXPECT_DOUBLE_EQ(j.at("fault_ns_per_byte_paid").get<double>(), ns / static_cast<double>(7 * 11 * kMiB));
+  // Fewer bytes than that say nothing yet.
+  const nlohmann::json few = run_script("a0=8M f0 a1=3M", "8M");
+  ASSERT_TRUE(few.is_object());
+  EXPECT_GT(get(few, "fast_turnover_ns"), 0u);
+  EXPECT_EQ(few.at("fault_ns_per_byte_paid").get<double>(), 0.0);
+}

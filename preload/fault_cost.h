@@ -27,13 +27,13 @@ FaultCost measure_fault_cost() noexcept;
 
 // The same cost as this process has paid it so far: the time its threads spent dropping parked fast pages
 // and faulting fast births in (RuntimeCounters::fast_turnover_ns) per byte faulted in with
-// MADV_POPULATE_WRITE. Valid once kEnoughTurnoverBytes were faulted in that way (never on a kernel without
-// it, where births fault page by page untimed). Why both: the quiet measurement above says 0.10-0.27 ns per
-// byte on this VM, while a training process paid 0.34 (densenet121, dry run at 20%): its other threads
-// run on the other cores, so every dropped range's TLB shootdown interrupts them, and the zeroing
-// competes with them for memory bandwidth. A plan priced at the quiet figure kept moves whose faults cost
-// more than the model said. What it does not see: the other threads' share of that cost, and the cache
-// the zeroing evicts.
+// MADV_POPULATE_WRITE; valid once kEnoughTurnoverBytes were faulted in that way (never on a kernel without
+// it, where births fault page by page untimed). Reported in the stats beside the price the plans assumed
+// (fault_ns_per_byte_paid, _planned), not planned with: the quiet measurement above said 0.10-0.27 ns per
+// byte on this VM where a training process paid 0.31-0.44 (densenet121 and resnet50, dry run at 20%), but
+// plans made at the paid price ran slower, not faster (docs/results.md, 2026-12-06 evening). What it does
+// not see: the other threads' share of the cost (TLB shootdowns, memory bandwidth) and the cache the
+// zeroing evicts.
 inline constexpr uint64_t kEnoughTurnoverBytes = 64ull << 20;
 FaultCost measured_turnover_cost() noexcept;
 

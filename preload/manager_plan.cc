@@ -3,7 +3,6 @@
 #include <cstdio>
 #include <string>
 
-#include "fault_cost.h"
 #include "logging.h"
 #include "manager_state.h"
 #include "plan/cost_model.h"
@@ -57,15 +56,6 @@ void adopt_measured_channel(Manager& m, const migrate::ChannelTotals& totals, do
   }
 }
 
-// The fast pages' turnover as this process has paid it (fault_cost.h) when it has paid enough to tell and
-// it is off the price the plans assume by more than kChannelOff either way; 0 otherwise.
-double turnover_price_off(const Manager& m) {
-  const FaultCost paid = measured_turnover_cost();
-  if (!paid.valid) return 0;
-  const double ratio = paid.ns_per_byte / m.mem.fault_ns_per_byte;
-  return ratio > kChannelOff || ratio < 1.0 / kChannelOff ? paid.ns_per_byte : 0;
-}
-
 }  // namespace
 
 // Makes the plan for the current profile (or compiles SENTINEL_PLAN against it) and puts it in force from
@@ -112,8 +102,6 @@ bool plan_and_start(Manager& m, const char* why) {
       m.planner.budget_bytes = g_state.ledger.budget() / (ranks == 0 ? 1 : ranks);
     }
     if (m.planner.budget_bytes == ~uint64_t{0}) m.planner.budget_bytes = 0, m.planner.budget_fraction = 1.0;
-    // Faults at the price this process pays once it has paid enough to tell (fault_cost.h).
-    if (const FaultCost paid = measured_turnover_cost(); paid.valid) m.mem.fault_ns_per_byte = paid.ns_per_byte;
     if (!plan_sentinel(*index, m.mem, m.planner, &plan, &error) ||
         !compiled->compile(plan, *index, [](uint64_t s) { return s; }, &error)) {
       log_write(LogLevel::kError, ("managed mode: planning failed: " + error).c_str());
@@ -180,9 +168,7 @@ void adapt_plan(Manager& m) {
   const double slowdown = channel_slowdown_now(m, &totals);
   const bool channel_off = slowdown > kChannelOff || (slowdown > 0 && slowdown < 1.0 / kChannelOff);
   if (channel_off) adopt_measured_channel(m, totals, slowdown);
-  const double turnover_price = turnover_price_off(m);
-  const bool faults_off = turnover_price > 0;
-  if (!channel_off && !faults_off && (late.empty() || m.replan_saturated)) return;
+  if (!channel_off && (late.empty() || m.replan_saturated)) return;
   for (uint64_t tag : late) ++m.planner.extra_lookahead_phases[tag];
   Plan before = m.plan;
   ++m.replans;
@@ -190,14 +176,10 @@ void adapt_plan(Manager& m) {
   std::snprintf(measured, sizeof measured,
                 "migration measured at %.2f GB/s + %.1f us per move (%.2fx the model's time, %.0f moves)",
                 m.mem.migration_bw_gbps, m.mem.migration_setup_ns / 1e3, slowdown, totals.moves);
-  char faults[120];
-  std::snprintf(faults, sizeof faults, "fast page turnover measured at %.2f ns/B (the plan assumed %.2f)",
-                turnover_price, m.mem.fault_ns_per_byte);
-  const std::string why = channel_off  ? std::string(measured)
-                          : faults_off ? std::string(faults)
-                                       : "late prefetches (" + std::to_string(late.size()) + ")";
-  if (!plan_and_start(m, why.c_str())) return;  // adopts the measured turnover price
-  if (!channel_off && !faults_off && m.plan.events == before.events && m.plan.birth_tier == before.birth_tier) {
+  const std::string why = channel_off ? std::string(measured)
+                                      : "late prefetches (" + std::to_string(late.size()) + ")";
+  if (!plan_and_start(m, why.c_str())) return;
+  if (!channel_off && m.plan.events == before.events && m.plan.birth_tier == before.birth_tier) {
     m.replan_saturated = true;
   }
 }

@@ -164,9 +164,9 @@ TEST(ParkedRoom, AFastBirthIntoAnEmptyExtentHasItsPagesFaultedInAtOnce) {
 }
 
 // The time the program's threads spend turning fast pages over (dropping parked pages for room, faulting
-// births in) is measured, and once 64 MiB were faulted in that way it prices the planner's faults
-// (preload/fault_cost.h, measured_turnover_cost): 8 MiB and 3 MiB objects in turn under an 8 MiB budget,
-// each birth dropping the other's parked extent and faulting its own pages in.
+// births in) is measured, and once 64 MiB were faulted in that way the stats say what a byte faulted in
+// cost (preload/fault_cost.h, measured_turnover_cost): 8 MiB and 3 MiB objects in turn under an 8 MiB
+// budget, each birth dropping the other's parked extent and faulting its own pages in.
 TEST(ParkedRoom, TheTimeSpentTurningFastPagesOverPricesAByteFaultedIn) {
   std::string script;
   for (int i = 0; i < 7; ++i) script += "a0=8M f0 a1=3M f1 ";

@@ -29,8 +29,8 @@ FaultCost measure_fault_cost() noexcept;
 // and faulting fast births in (RuntimeCounters::fast_turnover_ns) per byte faulted in with
 // MADV_POPULATE_WRITE; valid once kEnoughTurnoverBytes were faulted in that way (never on a kernel without
 // it, where births fault page by page untimed). Reported in the stats beside the price the plans assumed
-// (fault_ns_per_byte_paid, _planned), not planned with: the quiet measurement above said 0.10-0.27 ns per
-// byte on this VM where a training process paid 0.31-0.44 (densenet121 and resnet50, dry run at 20%), but
+// (fault_ns_per_byte_paid, _planned), not planned with: the quiet measurement above said 0.10-0.40 ns per
+// byte on this VM where a training process paid 0.34-0.44 (densenet121 and resnet50, dry run at 20%), but
 // plans made at the paid price ran slower, not faster (docs/results.md, 2026-12-06 evening). What it does
 // not see: the other threads' share of the cost (TLB shootdowns, memory bandwidth) and the cache the
 // zeroing evicts.

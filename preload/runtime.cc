@@ -136,13 +136,9 @@ ClockReading read_clock(State& s, uint64_t site, uint64_t size) noexcept {
   return c;
 }
 
-// A parked extent of a larger class taken by a smaller object: the pages past the object's own class are
-// dropped and their bytes leave the budget (pages first, then the budget), so the object counts what it
-// would count in an extent of its class. Without this the budget counted up to twice the object, the plan's
-// other fast births found no room and went slow (densenet121, a static plan in a dry run at 20%: 635
-// planned-fast births per step forced slow, plan fidelity 0.76), and the object could use pages no budget
-// saw. If the kernel refuses the drop the object keeps (and counts) the whole extent.
-// Returns to the kernel the pages of `r`'s extent past its first `own` bytes; false when it refused.
+// Returns to the kernel the pages of `r`'s extent past its first `own` bytes; false when it refused. Used
+// where a slow extent of a larger class is taken by a smaller birth under a budget: its tail is not counted
+// in the slow pool, and a prefetch would carry it into fast memory unseen by the budget.
 bool drop_extent_tail(const ObjectRecord& r, uint64_t own) noexcept {
   // A huge page across the cut is split first (MADV_COLD on its first dropped page, as the migration
   // engine splits one: migrate/engine_fringe.cc), so the dropped part is freed now rather than when the
@@ -167,14 +163,6 @@ class TurnoverTimer {
   uint64_t t0_;
 };
 
-void drop_tail(State& s, ObjectRecord& r, uint64_t own) noexcept {
-  TurnoverTimer timed(s);
-  if (!drop_extent_tail(r, own)) return;
-  s.placer.release(place::kFastPool, r.charge - own);
-  s.counters.parked_tails_dropped_bytes.fetch_add(r.charge - own, std::memory_order_relaxed);
-  r.charge = own;
-}
-
 // Placement and extent for a new object of `request` bytes (>= size): a parked fast extent when the budget
 // keeps one of its class (or of a larger one up to kParkedFitFactor times its size, core/size_class.h), else
 // the placer's choice. kNoSlot when the heap is full (the placer's reservation is undone).
@@ -186,6 +174,13 @@ uint32_t place_extent(State& s, const ObjectRequest& q, uint64_t request, place:
   // and its bytes already in the budget. With its own class only, a full budget dropped one class's
   // parked pages to fault another's in, every step (docs/results.md, "Not done here": cnn-act 1,649
   // minor faults per managed step at 20%, 934 with the larger classes, and fewer births sent slow).
+  // A larger extent keeps all its pages and its whole charge: the object may use them
+  // (malloc_usable_size), and the next birth of the extent's own class finds them. Dropping the pages
+  // past the object's class instead (2026-12-03 to 12-06) let the budget count only that class, but the
+  // larger class faulted them in again at its next birth, as 4 KiB pages where a huge page had been split
+  // at the cut: densenet121 (batch 16, 128 px, dry run) at a 100% budget faulted 19,000 times a step and
+  // ran 1.07x of plain, 533 and 0.98x with the pages kept; at 20% the same either way (docs/results.md,
+  // "The tails of parked extents").
   const uint64_t parked_fit = kParkedFitFactor * extent;
   if (parking && want != place::Want::kSlow && !q.zero_first) {
     // (A miss looks at the cache lists without the heap's lock.)
@@ -193,8 +188,7 @@ uint32_t place_extent(State& s, const ObjectRequest& q, uint64_t request, place:
     if (slot != kNoSlot) {
       *fresh_zero = false;
       ObjectRecord& r = s.heap.record(slot);
-      *d = s.placer.reuse_parked_fast(r.charge);
-      if (r.charge > extent) drop_tail(s, r, extent);
+      *d = s.placer.reuse_parked_fast(r.charge);  // the whole charge: see above
       return slot;
     }
   }
@@ -216,6 +210,9 @@ uint32_t place_extent(State& s, const ObjectRequest& q, uint64_t request, place:
       *fresh_zero = false;
       ObjectRecord& r = s.heap.record(slot);
       if (!parking || r.extent_bytes == extent || drop_extent_tail(r, extent)) {
+        if (parking && r.extent_bytes > extent) {
+          s.counters.slow_tails_dropped_bytes.fetch_add(r.extent_bytes - extent, std::memory_order_relaxed);
+        }
         r.charge = extent;  // what choose() reserved for it
         return slot;
       }

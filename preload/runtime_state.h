@@ -38,9 +38,9 @@ struct Counters {
   // Extent bytes of objects born into extents with no resident pages (fresh, returned, or taken from the
   // other pool): what the kernel faults in and zeroes when the program touches them, by pool.
   std::atomic<uint64_t> empty_birth_bytes[2] = {};
-  // Parked extents of a larger class taken by a smaller object: bytes of their pages past its class,
-  // dropped and out of the budget (runtime.cc, drop_tail).
-  std::atomic<uint64_t> parked_tails_dropped_bytes{0};
+  // Cached slow extents of a larger class taken by a smaller birth under a budget: bytes of their pages past
+  // its class, dropped (runtime.cc, place_extent).
+  std::atomic<uint64_t> slow_tails_dropped_bytes{0};
   // Fast births under a budget whose empty pages were faulted in with one call (runtime.cc, populate_birth).
   std::atomic<uint64_t> fast_births_populated_bytes{0};
   // Time the program's threads spent turning fast pages over under a budget, on the step clock: parked

@@ -87,8 +87,9 @@ inline constexpr const char kSlowLiveBytesAtExit[] = "slow_live_bytes_at_exit";
 inline constexpr const char kPlacerReleaseErrors[] = "placer_release_errors";
 inline constexpr const char kParkedFastReuses[] = "parked_fast_reuses";
 inline constexpr const char kParkedFastTrimmedBytes[] = "parked_fast_trimmed_bytes";
-// Parked extents of a larger class taken by a smaller object: their pages past its class, dropped.
-inline constexpr const char kParkedTailsDroppedBytes[] = "parked_tails_dropped_bytes";
+// Cached slow extents of a larger class taken by a smaller birth under a budget: their pages past its
+// class, dropped (a parked fast one keeps them: preload/runtime.cc, place_extent).
+inline constexpr const char kSlowTailsDroppedBytes[] = "slow_tails_dropped_bytes";
 // Fast births under a budget whose pages were faulted in with one call (preload/runtime.cc, populate_birth).
 inline constexpr const char kFastBirthsPopulatedBytes[] = "fast_births_populated_bytes";
 // Time the program's threads spent dropping parked fast pages and faulting fast births in (runtime.cc).
@@ -239,7 +240,7 @@ inline constexpr std::array<std::string_view, 138> kAll = {
     kPlacerReleaseErrors,
     kParkedFastReuses,
     kParkedFastTrimmedBytes,
-    kParkedTailsDroppedBytes,
+    kSlowTailsDroppedBytes,
     kFastBirthsPopulatedBytes,
     kFastTurnoverNs,
     kBindFailures,

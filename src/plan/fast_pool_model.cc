@@ -27,14 +27,13 @@ uint64_t FastPoolModel::birth(uint64_t size, Extent* held) {
   const uint32_t cls = class_of(size);
   const uint64_t extent = class_bytes(cls);
   // The last parked extent of its class or of a larger one up to kParkedFitFactor times its extent, the
-  // smallest class first, that still has the birth's pages (core/object_heap.h, take_resident); its pages
-  // past the birth's class are dropped.
+  // smallest class first, that still has the birth's pages (core/object_heap.h, take_resident), with all
+  // the pages it has.
   for (uint32_t c = cls; c < kNumSizeClasses && class_bytes(c) <= kParkedFitFactor * extent; ++c) {
     if (parked_[c].empty() || parked_[c].back() < extent) continue;
     const uint64_t charge = pop(c);
-    tails_ += charge - extent;
-    *held = Extent{c, extent};
-    live_ += extent;
+    *held = Extent{c, charge};
+    live_ += charge;
     return 0;
   }
   // Failing that, room for its whole extent, and then the last parked extent of its own class whatever pages
@@ -53,8 +52,12 @@ void FastPoolModel::free(const Extent& held) {
 }
 
 uint64_t FastPoolModel::arrive(uint64_t size, uint64_t leaving, Extent* held) {
-  const uint32_t cls = class_of(size);
-  *held = Extent{cls, class_bytes(cls)};
+  // An object born fast and evicted comes back in the extent it had, with the charge it had; one born slow
+  // has an extent of its class.
+  if (held->charge == 0) {
+    const uint32_t cls = class_of(size);
+    *held = Extent{cls, class_bytes(cls)};
+  }
   const uint64_t dropped = make_room(live_ > leaving ? live_ - leaving : 0, held->charge);
   live_ += held->charge;
   return dropped;

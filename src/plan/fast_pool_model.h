@@ -6,8 +6,8 @@
 //     on its class's list (last in, first out, as the heap's cache lists, core/object_heap.h);
 //   - a fast birth takes the last parked extent of its class, or of a larger class up to kParkedFitFactor
 //     times its extent, if that extent still has at least its extent's pages (the heap looks at each list's
-//     head only); the pages past the birth's own class are dropped (preload/runtime.cc, drop_tail), and the
-//     extent keeps its class with fewer pages (it counts only those: its charge);
+//     head only); it keeps all the pages the extent has, and counts them (its charge), so the next birth
+//     of the larger class finds them (preload/runtime.cc, place_extent);
 //   - finding none, it makes room for its extent by dropping parked ones (core/object_heap.h,
 //     trim_cached: the head of the smallest class that covers the shortfall, failing that the largest
 //     classes first), only when that lets it fit (preload/runtime.cc, make_fast_room), and takes the last
@@ -56,14 +56,13 @@ class FastPoolModel {
   // A fast object that stops counting fast (its eviction has run): its pages leave.
   void leave(const Extent& held) noexcept { live_ -= held.charge; }
   // A prefetch of an object of `size` bytes starts; `leaving` bytes of evictions queued ahead of it are
-  // about to leave. *held is the extent it counts in fast memory. Returns the parked bytes dropped for its
+  // about to leave. *held is the extent it counts in fast memory: the one it held when it was fast before
+  // (its charge not 0), else one of its class. Returns the parked bytes dropped for its
   // room.
   uint64_t arrive(uint64_t size, uint64_t leaving, Extent* held);
 
   uint64_t live_bytes() const noexcept { return live_; }
   uint64_t parked_bytes() const noexcept { return parked_bytes_; }
-  // Parked bytes dropped from the pool's lists with pages past a smaller birth's class.
-  uint64_t tails_dropped_bytes() const noexcept { return tails_; }
 
  private:
   // Drops parked extents so that `extent` more bytes fit beside `live` live bytes, if dropping them can
@@ -74,7 +73,6 @@ class FastPoolModel {
   uint64_t capacity_;
   uint64_t live_ = 0;
   uint64_t parked_bytes_ = 0;
-  uint64_t tails_ = 0;
   std::array<std::vector<uint64_t>, kNumSizeClasses> parked_{};  // per class, the parked extents' charges
 };
 

@@ -34,15 +34,12 @@ TEST(FastPoolModel, ABirthReusesAParkedExtentOfItsClassOrOneUpToTwiceItsSize) {
   pool.free(1);
   EXPECT_EQ(pool.birth(2, 600 * kKiB), 0u);  // 1 MiB is at most twice its 640 KiB extent
   EXPECT_EQ(pool.model.parked_bytes(), 0u);
-  EXPECT_EQ(pool.model.live_bytes(), 640 * kKiB);  // the pages past its class are dropped
-  EXPECT_EQ(pool.model.tails_dropped_bytes(), 384 * kKiB);
+  EXPECT_EQ(pool.model.live_bytes(), kMiB);  // it keeps, and counts, all the extent's pages
+  EXPECT_EQ(pool.held[2].charge, kMiB);
   pool.free(2);
-  // The 1 MiB extent is parked again with 640 KiB of pages: a 600 KiB birth takes it as it is; a 1 MiB one
-  // takes it too, when no extent has all of its pages, and faults in the 384 KiB it lacks.
-  EXPECT_EQ(pool.model.parked_bytes(), 640 * kKiB);
-  EXPECT_EQ(pool.birth(3, 600 * kKiB), 0u);
-  pool.free(3);
-  EXPECT_EQ(pool.birth(4, kMiB), 384 * kKiB);
+  // The 1 MiB extent is parked again with all its pages: the next 1 MiB birth faults nothing in.
+  EXPECT_EQ(pool.model.parked_bytes(), kMiB);
+  EXPECT_EQ(pool.birth(4, kMiB), 0u);
   EXPECT_EQ(pool.model.live_bytes(), kMiB);
   pool.free(4);
   EXPECT_EQ(pool.birth(5, 256 * kKiB), 256 * kKiB);  // 1 MiB is more than twice 256 KiB: not taken
@@ -99,6 +96,24 @@ TEST(FastPoolModel, APrefetchCountsTheEvictionsAheadOfItAsGone) {
   pool.model.leave(pool.held[7]);
   EXPECT_EQ(pool.model.live_bytes(), 2 * kMiB);
   EXPECT_EQ(pool.model.parked_bytes(), 2 * kMiB);
+}
+
+// An object born fast in a larger parked extent, evicted and prefetched again, counts that extent's charge
+// when it comes back, as the runtime's record does; one born slow comes in an extent of its class.
+TEST(FastPoolModel, APrefetchedObjectCountsTheExtentItHeld) {
+  Pool pool(8 * kMiB);
+  pool.birth(0, kMiB);
+  pool.free(0);
+  pool.birth(1, 600 * kKiB);
+  ASSERT_EQ(pool.held[1].charge, kMiB);
+  pool.model.leave(pool.held[1]);
+  EXPECT_EQ(pool.model.live_bytes(), 0u);
+  pool.model.arrive(600 * kKiB, 0, &pool.held[1]);
+  EXPECT_EQ(pool.model.live_bytes(), kMiB);
+  FastPoolModel::Extent born_slow;
+  pool.model.arrive(600 * kKiB, 0, &born_slow);
+  EXPECT_EQ(born_slow.charge, 640 * kKiB);
+  EXPECT_EQ(pool.model.live_bytes(), kMiB + 640 * kKiB);
 }
 
 }  // namespace

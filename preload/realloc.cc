@@ -148,7 +148,7 @@ void* realloc(void* p, size_t size) noexcept {
   }
   ObjectRecord& r = s.heap.record(slot);
   const uint64_t old_size = r.size;
-  // Stay in place while the object's share of its extent (its charge: runtime.cc, drop_tail) fits and would
+  // Stay in place while the object's share of its extent (its charge: runtime.cc, place_extent) fits and would
   // not be more than half empty.
   if (size >= s.threshold.load(std::memory_order_relaxed) && size <= r.charge && size * 2 > r.charge) {
     resize_in_place(slot, r, size);
@@ -187,7 +187,7 @@ size_t malloc_usable_size(void* p) noexcept {
 #if defined(__SANITIZE_ADDRESS__)
     return r.size;  // as ASan's own allocator says: the bytes past the size are poisoned (expose_object)
 #else
-    return r.charge;  // the pages the budget counts for it (runtime.cc, drop_tail)
+    return r.charge;  // the pages the budget counts for it (runtime.cc, place_extent)
 #endif
   }
   return system_malloc_usable_size(p);

@@ -137,8 +137,9 @@ ClockReading read_clock(State& s, uint64_t site, uint64_t size) noexcept {
 }
 
 // Returns to the kernel the pages of `r`'s extent past its first `own` bytes; false when it refused. Used
-// where a slow extent of a larger class is taken by a smaller birth under a budget: its tail is not counted
-// in the slow pool, and a prefetch would carry it into fast memory unseen by the budget.
+// where an extent of a larger class is taken by a smaller birth under a budget: a slow one's tail is not
+// counted in the slow pool, and a prefetch would carry it into fast memory unseen by the budget; a parked
+// fast one's once the budget is short (place_extent).
 bool drop_extent_tail(const ObjectRecord& r, uint64_t own) noexcept {
   // A huge page across the cut is split first (MADV_COLD on its first dropped page, as the migration
   // engine splits one: migrate/engine_fringe.cc), so the dropped part is freed now rather than when the
@@ -163,6 +164,17 @@ class TurnoverTimer {
   uint64_t t0_;
 };
 
+// A parked extent's pages past the class of the object that took it leave (pages first, then the budget),
+// so the object counts what it would count in an extent of its class. If the kernel refuses the drop the
+// object keeps (and counts) the whole extent.
+void drop_parked_tail(State& s, ObjectRecord& r, uint64_t own) noexcept {
+  TurnoverTimer timed(s);
+  if (!drop_extent_tail(r, own)) return;
+  s.placer.release(place::kFastPool, r.charge - own);
+  s.counters.parked_tails_dropped_bytes.fetch_add(r.charge - own, std::memory_order_relaxed);
+  r.charge = own;
+}
+
 // Placement and extent for a new object of `request` bytes (>= size): a parked fast extent when the budget
 // keeps one of its class (or of a larger one up to kParkedFitFactor times its size, core/size_class.h), else
 // the placer's choice. kNoSlot when the heap is full (the placer's reservation is undone).
@@ -174,13 +186,14 @@ uint32_t place_extent(State& s, const ObjectRequest& q, uint64_t request, place:
   // and its bytes already in the budget. With its own class only, a full budget dropped one class's
   // parked pages to fault another's in, every step (docs/results.md, "Not done here": cnn-act 1,649
   // minor faults per managed step at 20%, 934 with the larger classes, and fewer births sent slow).
-  // A larger extent keeps all its pages and its whole charge: the object may use them
-  // (malloc_usable_size), and the next birth of the extent's own class finds them. Dropping the pages
-  // past the object's class instead (2026-12-03 to 12-06) let the budget count only that class, but the
-  // larger class faulted them in again at its next birth, as 4 KiB pages where a huge page had been split
-  // at the cut: densenet121 (batch 16, 128 px, dry run) at a 100% budget faulted 19,000 times a step and
-  // ran 1.07x of plain, 533 and 0.98x with the pages kept; at 20% the same either way (docs/results.md,
-  // "The tails of parked extents").
+  // A larger extent keeps all its pages and its whole charge (the object may use them:
+  // malloc_usable_size), so the next birth of the extent's own class finds them: dropping the pages past
+  // the object's class, the larger class faulted them in again at its next birth, as 4 KiB pages where a
+  // huge page had been split at the cut (densenet121, batch 16, 128 px, dry run at a 100% budget: 19,000
+  // faults a step and 1.17x of plain, 963 and 1.01x with the pages kept). But the whole charge holds budget
+  // the plan gave other objects: at 20% the budget turned 170 planned-fast births a step away (plan
+  // fidelity 0.88). So the pages are kept until the budget first turns a planned-fast birth away, and
+  // dropped from then on (State::drop_parked_tails; docs/placement.md).
   const uint64_t parked_fit = kParkedFitFactor * extent;
   if (parking && want != place::Want::kSlow && !q.zero_first) {
     // (A miss looks at the cache lists without the heap's lock.)
@@ -188,7 +201,8 @@ uint32_t place_extent(State& s, const ObjectRequest& q, uint64_t request, place:
     if (slot != kNoSlot) {
       *fresh_zero = false;
       ObjectRecord& r = s.heap.record(slot);
-      *d = s.placer.reuse_parked_fast(r.charge);  // the whole charge: see above
+      *d = s.placer.reuse_parked_fast(r.charge);
+      if (r.charge > extent && s.drop_parked_tails.load(std::memory_order_relaxed)) drop_parked_tail(s, r, extent);
       return slot;
     }
   }
@@ -196,6 +210,7 @@ uint32_t place_extent(State& s, const ObjectRequest& q, uint64_t request, place:
   *d = s.placer.choose(extent, want);
   if (want == place::Want::kFast && d->forced_slow) {
     s.counters.planned_fast_forced_slow.fetch_add(1, std::memory_order_relaxed);
+    s.drop_parked_tails.store(true, std::memory_order_relaxed);
   }
   // Without a budget, a cached extent of a larger class (up to kParkedFitFactor times this one's) whose
   // pages are resident before a carve: a step whose objects change classes from phase to phase otherwise

@@ -38,9 +38,10 @@ struct Counters {
   // Extent bytes of objects born into extents with no resident pages (fresh, returned, or taken from the
   // other pool): what the kernel faults in and zeroes when the program touches them, by pool.
   std::atomic<uint64_t> empty_birth_bytes[2] = {};
-  // Cached slow extents of a larger class taken by a smaller birth under a budget: bytes of their pages past
-  // its class, dropped (runtime.cc, place_extent).
+  // Cached slow extents of a larger class taken by a smaller birth under a budget, and parked fast ones once
+  // State::drop_parked_tails is set: bytes of their pages past its class, dropped (runtime.cc, place_extent).
   std::atomic<uint64_t> slow_tails_dropped_bytes{0};
+  std::atomic<uint64_t> parked_tails_dropped_bytes{0};
   // Fast births under a budget whose empty pages were faulted in with one call (runtime.cc, populate_birth).
   std::atomic<uint64_t> fast_births_populated_bytes{0};
   // Time the program's threads spent turning fast pages over under a budget, on the step clock: parked
@@ -105,6 +106,11 @@ struct State {
   // which the plan has nothing to do (BirthDecision::quiet) need not wake it (runtime.cc, read_clock).
   std::atomic<bool> quiet_events_wait{false};
   uint32_t quiet_unannounced = 0;  // quiet events since the last wake-up; guarded by clock_lock
+
+  // Under a budget a fast birth in a parked extent of a larger class keeps the extent's pages past its class
+  // until the budget first turns a planned-fast birth away; from then on it drops them (runtime.cc,
+  // place_extent). Never set back: the cost model's fast pool does the same (plan/fast_pool_model.h).
+  std::atomic<bool> drop_parked_tails{false};
 };
 
 extern constinit State g_state;

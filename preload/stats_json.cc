@@ -106,6 +106,8 @@ void add_placement(Json& j, const State& s) {
   j[key::kParkedFastReuses] = p.parked_reuses;
   j[key::kParkedFastTrimmedBytes] = p.parked_trimmed_bytes;
   j[key::kSlowTailsDroppedBytes] = s.counters.slow_tails_dropped_bytes.load();
+  j[key::kParkedTailsDroppedBytes] = s.counters.parked_tails_dropped_bytes.load();
+  j[key::kParkedTailsKept] = !s.drop_parked_tails.load();
   j[key::kFastBirthsPopulatedBytes] = s.counters.fast_births_populated_bytes.load();
   j[key::kFastTurnoverNs] = s.counters.fast_turnover_ns.load();
   const FaultCost paid = measured_turnover_cost();

@@ -92,7 +92,8 @@ struct ObjectRecord {
   uint64_t size = 0;        // bytes the program asked for; 0 while cached
   // Bytes the fast budget counts for the extent (the runtime's books, preload/runtime.cc): its extent bytes
   // (set when it is carved), or fewer when an object of a smaller class took it (a parked extent of up to
-  // twice its class) and the pages past its own class were dropped; the object may use only those
+  // twice its class) and the pages past its own class were dropped (under a budget that turned a planned
+  // fast birth away; before that such an object keeps the extent's charge); the object may use only those
   // (malloc_usable_size). Kept while the extent is cached: what its parked pages count. allocate() and
   // take_resident() leave it as the extent's last life set it; the runtime sets the new life's.
   uint64_t charge = 0;

@@ -90,6 +90,10 @@ inline constexpr const char kParkedFastTrimmedBytes[] = "parked_fast_trimmed_byt
 // Cached slow extents of a larger class taken by a smaller birth under a budget: their pages past its
 // class, dropped (a parked fast one keeps them: preload/runtime.cc, place_extent).
 inline constexpr const char kSlowTailsDroppedBytes[] = "slow_tails_dropped_bytes";
+// The same for parked fast extents, which keep those pages until the budget first turns a planned-fast birth
+// away (parked_tails_kept: still keeping them at exit).
+inline constexpr const char kParkedTailsDroppedBytes[] = "parked_tails_dropped_bytes";
+inline constexpr const char kParkedTailsKept[] = "parked_tails_kept";
 // Fast births under a budget whose pages were faulted in with one call (preload/runtime.cc, populate_birth).
 inline constexpr const char kFastBirthsPopulatedBytes[] = "fast_births_populated_bytes";
 // Time the program's threads spent dropping parked fast pages and faulting fast births in (runtime.cc).
@@ -174,7 +178,7 @@ inline constexpr const char kProfileSource[] = "profile_source";
 inline constexpr const char kPlansFromLocalRank0Profile[] = "plans_from_local_rank0_profile";
 inline constexpr const char kMode[] = "mode";
 
-inline constexpr std::array<std::string_view, 138> kAll = {
+inline constexpr std::array<std::string_view, 140> kAll = {
     kPid,
     kRank,
     kForkedChildren,
@@ -241,6 +245,8 @@ inline constexpr std::array<std::string_view, 138> kAll = {
     kParkedFastReuses,
     kParkedFastTrimmedBytes,
     kSlowTailsDroppedBytes,
+    kParkedTailsDroppedBytes,
+    kParkedTailsKept,
     kFastBirthsPopulatedBytes,
     kFastTurnoverNs,
     kBindFailures,

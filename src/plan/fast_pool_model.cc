@@ -28,17 +28,22 @@ uint64_t FastPoolModel::birth(uint64_t size, Extent* held) {
   const uint64_t extent = class_bytes(cls);
   // The last parked extent of its class or of a larger one up to kParkedFitFactor times its extent, the
   // smallest class first, that still has the birth's pages (core/object_heap.h, take_resident), with all
-  // the pages it has.
+  // the pages it has while the pool keeps tails.
   for (uint32_t c = cls; c < kNumSizeClasses && class_bytes(c) <= kParkedFitFactor * extent; ++c) {
     if (parked_[c].empty() || parked_[c].back() < extent) continue;
     const uint64_t charge = pop(c);
-    *held = Extent{c, charge};
-    live_ += charge;
+    const uint64_t kept = keep_tails_ ? charge : extent;
+    tails_ += charge - kept;
+    *held = Extent{c, kept};
+    live_ += kept;
     return 0;
   }
   // Failing that, room for its whole extent, and then the last parked extent of its own class whatever pages
   // it kept (the heap's cache list, core/object_heap.h, allocate): only the pages it lacks fault in.
   make_room(live_, extent);
+  // No room even so: the runtime sends the birth slow (counted here as fast, over the pool) and drops
+  // the tails of larger parked extents from then on.
+  if (live_ + parked_bytes_ + extent > capacity_) keep_tails_ = false;
   const uint64_t kept = parked_[cls].empty() ? 0 : pop(cls);
   *held = Extent{cls, extent};
   live_ += extent;

@@ -7,7 +7,9 @@
 //   - a fast birth takes the last parked extent of its class, or of a larger class up to kParkedFitFactor
 //     times its extent, if that extent still has at least its extent's pages (the heap looks at each list's
 //     head only); it keeps all the pages the extent has, and counts them (its charge), so the next birth
-//     of the larger class finds them (preload/runtime.cc, place_extent);
+//     of the larger class finds them, until a birth first finds no room (below): from then on the pages
+//     past the birth's own class are dropped, and the extent keeps its class with fewer pages
+//     (preload/runtime.cc, place_extent and State::drop_parked_tails);
 //   - finding none, it makes room for its extent by dropping parked ones (core/object_heap.h,
 //     trim_cached: the head of the smallest class that covers the shortfall, failing that the largest
 //     classes first), only when that lets it fit (preload/runtime.cc, make_fast_room), and takes the last
@@ -63,6 +65,10 @@ class FastPoolModel {
 
   uint64_t live_bytes() const noexcept { return live_; }
   uint64_t parked_bytes() const noexcept { return parked_bytes_; }
+  // Whether births still keep the pages of larger parked extents (no birth has found no room yet).
+  bool keeps_tails() const noexcept { return keep_tails_; }
+  // Parked bytes dropped from the pool's lists with pages past a smaller birth's class.
+  uint64_t tails_dropped_bytes() const noexcept { return tails_; }
 
  private:
   // Drops parked extents so that `extent` more bytes fit beside `live` live bytes, if dropping them can
@@ -73,6 +79,8 @@ class FastPoolModel {
   uint64_t capacity_;
   uint64_t live_ = 0;
   uint64_t parked_bytes_ = 0;
+  uint64_t tails_ = 0;
+  bool keep_tails_ = true;
   std::array<std::vector<uint64_t>, kNumSizeClasses> parked_{};  // per class, the parked extents' charges
 };
 

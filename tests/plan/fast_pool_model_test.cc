@@ -98,6 +98,24 @@ TEST(FastPoolModel, APrefetchCountsTheEvictionsAheadOfItAsGone) {
   EXPECT_EQ(pool.model.parked_bytes(), 2 * kMiB);
 }
 
+// The pages a smaller birth keeps hold budget: once a birth finds no room (the runtime sends it slow), the
+// pool drops the pages past a smaller birth's class from then on, as the runtime does.
+TEST(FastPoolModel, OnceABirthFindsNoRoomTheTailsOfLargerExtentsAreDropped) {
+  Pool pool(4 * kMiB);
+  pool.birth(0, 2 * kMiB);
+  pool.free(0);
+  pool.birth(1, 1200 * kKiB);
+  EXPECT_EQ(pool.held[1].charge, 2 * kMiB);
+  EXPECT_TRUE(pool.model.keeps_tails());
+  pool.birth(2, 2560 * kKiB);  // 2 MiB live, nothing parked: 2.5 MiB does not fit in 4 MiB
+  EXPECT_FALSE(pool.model.keeps_tails());
+  pool.free(1);
+  EXPECT_EQ(pool.birth(3, 1200 * kKiB), 0u);
+  EXPECT_EQ(pool.held[3].charge, 1280 * kKiB);  // its 1.25 MiB class
+  EXPECT_EQ(pool.model.tails_dropped_bytes(), 768 * kKiB);
+  EXPECT_EQ(pool.model.parked_bytes(), 0u);
+}
+
 // An object born fast in a larger parked extent, evicted and prefetched again, counts that extent's charge
 // when it comes back, as the runtime's record does; one born slow comes in an extent of its class.
 TEST(FastPoolModel, APrefetchedObjectCountsTheExtentItHeld) {

@@ -88,7 +88,7 @@ inline constexpr const char kPlacerReleaseErrors[] = "placer_release_errors";
 inline constexpr const char kParkedFastReuses[] = "parked_fast_reuses";
 inline constexpr const char kParkedFastTrimmedBytes[] = "parked_fast_trimmed_bytes";
 // Cached slow extents of a larger class taken by a smaller birth under a budget: their pages past its
-// class, dropped (a parked fast one keeps them: preload/runtime.cc, place_extent).
+// class, dropped (preload/runtime.cc, place_extent).
 inline constexpr const char kSlowTailsDroppedBytes[] = "slow_tails_dropped_bytes";
 // The same for parked fast extents, which keep those pages until the budget first turns a planned-fast birth
 // away (parked_tails_kept: still keeping them at exit).

@@ -210,7 +210,9 @@ uint32_t place_extent(State& s, const ObjectRequest& q, uint64_t request, place:
   *d = s.placer.choose(extent, want);
   if (want == place::Want::kFast && d->forced_slow) {
     s.counters.planned_fast_forced_slow.fetch_add(1, std::memory_order_relaxed);
-    s.drop_parked_tails.store(true, std::memory_order_relaxed);
+    // Read first: a full budget turns many births away, and a store each time would bounce the line
+    // between the program's threads.
+    if (!s.drop_parked_tails.load(std::memory_order_relaxed)) s.drop_parked_tails.store(true, std::memory_order_relaxed);
   }
   // Without a budget, a cached extent of a larger class (up to kParkedFitFactor times this one's) whose
   // pages are resident before a carve: a step whose objects change classes from phase to phase otherwise

@@ -13,6 +13,7 @@ namespace {
 std::atomic<migrate::Engine*> g_engine{nullptr};
 std::atomic<bool> g_usable{false};
 std::atomic<uint64_t> g_refused_budget{0};
+std::atomic<uint64_t> g_refused_tail{0};  // the kernel would not drop a slow object's tail (on_move_starting)
 std::atomic<uint64_t> g_deferred_frees{0};
 std::atomic<uint64_t> g_partial_moves_counted_fast{0};
 std::atomic<uint64_t> g_stale_completions{0};
@@ -68,6 +69,17 @@ class RuntimeOwner final : public migrate::Owner {
     (void)target_node;
     ObjectRecord& r = g_state.heap.record(static_cast<uint32_t>(object_id));
     if (!claimed_by(r, static_cast<uint32_t>(life)) || r.move_reserved != 0) return true;
+    // A slow object in the extent of a larger class leaves the pages past its charge behind: the budget
+    // counts its charge, and the move would carry them into fast memory unseen (runtime.cc, place_extent).
+    // The program never uses them (malloc_usable_size says the charge). If the kernel refuses, so is the move.
+    if (r.slow_tail) {
+      if (!drop_extent_tail(r, r.charge)) {
+        g_refused_tail.fetch_add(1, std::memory_order_relaxed);
+        return false;
+      }
+      r.slow_tail = false;
+      g_state.counters.slow_tails_dropped_bytes.fetch_add(r.extent_bytes - r.charge, std::memory_order_relaxed);
+    }
     make_fast_room(r.charge);
     if (!g_state.placer.begin_move(place::kFastPool, r.charge)) {
       g_refused_budget.fetch_add(1, std::memory_order_relaxed);
@@ -224,6 +236,7 @@ MigrationReport migration_report() noexcept {
   report.enabled = engine != nullptr;
   if (engine != nullptr) report.engine = engine->snapshot();
   report.refused_budget = g_refused_budget.load(std::memory_order_relaxed);
+  report.refused_tail = g_refused_tail.load(std::memory_order_relaxed);
   report.deferred_frees = g_deferred_frees.load(std::memory_order_relaxed);
   report.partial_moves_counted_fast = g_partial_moves_counted_fast.load(std::memory_order_relaxed);
   report.stale_completions = g_stale_completions.load(std::memory_order_relaxed);

@@ -44,6 +44,7 @@ struct MigrationReport {
   bool enabled = false;
   migrate::StatsSnapshot engine;
   uint64_t refused_budget = 0;
+  uint64_t refused_tail = 0;  // the kernel would not drop a slow object's tail before its move to fast
   uint64_t deferred_frees = 0;
   uint64_t partial_moves_counted_fast = 0;  // failed moves to the fast node that left pages there
   uint64_t stale_completions = 0;  // completions whose claim was gone (0 unless the claim protocol breaks)

@@ -38,8 +38,10 @@ struct Counters {
   // Extent bytes of objects born into extents with no resident pages (fresh, returned, or taken from the
   // other pool): what the kernel faults in and zeroes when the program touches them, by pool.
   std::atomic<uint64_t> empty_birth_bytes[2] = {};
-  // Cached slow extents of a larger class taken by a smaller birth under a budget, and parked fast ones once
-  // State::drop_parked_tails is set: bytes of their pages past its class, dropped (runtime.cc, place_extent).
+  // Cached slow extents of a larger class taken by a smaller birth under a budget: bytes of their pages past
+  // its class, kept (runtime.cc, place_extent), and dropped when such an object was moved to the fast node
+  // (migration.cc, on_move_starting). Parked fast ones' once State::drop_parked_tails is set, dropped.
+  std::atomic<uint64_t> slow_tails_kept_bytes{0};
   std::atomic<uint64_t> slow_tails_dropped_bytes{0};
   std::atomic<uint64_t> parked_tails_dropped_bytes{0};
   // Fast births under a budget whose empty pages were faulted in with one call (runtime.cc, populate_birth).
@@ -118,5 +120,8 @@ extern constinit State g_state;
 uint64_t now_ns() noexcept;
 // What the step clock says, read under the clock lock (the rule for every reader of the clock).
 StepSummary step_summary() noexcept;
+// Returns to the kernel the pages of `r`'s extent past its first `own` bytes (its charge: past the object's
+// usable size); false when the kernel refused (runtime.cc).
+bool drop_extent_tail(const ObjectRecord& r, uint64_t own) noexcept;
 
 }  // namespace sentinel::rt

@@ -105,6 +105,7 @@ void add_placement(Json& j, const State& s) {
   j[key::kPlacerReleaseErrors] = p.release_errors;
   j[key::kParkedFastReuses] = p.parked_reuses;
   j[key::kParkedFastTrimmedBytes] = p.parked_trimmed_bytes;
+  j[key::kSlowTailsKeptBytes] = s.counters.slow_tails_kept_bytes.load();
   j[key::kSlowTailsDroppedBytes] = s.counters.slow_tails_dropped_bytes.load();
   j[key::kParkedTailsDroppedBytes] = s.counters.parked_tails_dropped_bytes.load();
   j[key::kParkedTailsKept] = !s.drop_parked_tails.load();
@@ -123,6 +124,7 @@ void add_placement(Json& j, const State& s) {
   j[key::kMigrationsDone] = mig.engine.moves_done;
   j[key::kMigrationsFailed] = mig.engine.moves_failed;
   j[key::kMigrationsRefusedBudget] = mig.refused_budget;
+  j[key::kMigrationsRefusedTail] = mig.refused_tail;
   j[key::kMigrationsCancelled] = mig.engine.cancelled_queued + mig.engine.cancelled_running;
   j[key::kMigrationQueueFull] = mig.engine.queue_full;
   j[key::kObjectsToSlow] = mig.engine.objects_to_slow;

@@ -199,6 +199,7 @@ void ObjectHeap::begin_life(uint32_t slot, uint64_t size) noexcept {
   r.tag = 0;
   r.site = 0;
   r.occurrence = 0;
+  r.slow_tail = false;
   r.next_cached = kNoSlot;
   const uint32_t generation = r.generation.load(std::memory_order_relaxed) + 1;
   r.generation.store(generation, std::memory_order_relaxed);

@@ -106,6 +106,9 @@ struct ObjectRecord {
   std::atomic<uint8_t> pool{0};
   std::atomic<ExtentState> state{ExtentState::kUnused};
   bool resident = false;          // pages may be backed (false after MADV_DONTNEED)
+  // A slow object in the extent of a larger class: its pages past the charge may be resident (the runtime
+  // keeps them at the birth and drops them before a move to the fast node). false at each birth.
+  bool slow_tail = false;
   std::atomic<uint16_t> bound_node_plus1{0};  // node the extent is mbind-ed to, plus one; 0 = never bound
   uint8_t move_to_pool = 0;
   uint8_t move_reserved = 0;  // the move's bytes are counted in move_to_pool (placer begin_move)

@@ -88,7 +88,9 @@ inline constexpr const char kPlacerReleaseErrors[] = "placer_release_errors";
 inline constexpr const char kParkedFastReuses[] = "parked_fast_reuses";
 inline constexpr const char kParkedFastTrimmedBytes[] = "parked_fast_trimmed_bytes";
 // Cached slow extents of a larger class taken by a smaller birth under a budget: their pages past its
-// class, dropped (preload/runtime.cc, place_extent).
+// class, kept (preload/runtime.cc, place_extent), and dropped when such an object was moved to the fast
+// node (preload/migration.cc, on_move_starting).
+inline constexpr const char kSlowTailsKeptBytes[] = "slow_tails_kept_bytes";
 inline constexpr const char kSlowTailsDroppedBytes[] = "slow_tails_dropped_bytes";
 // The same for parked fast extents, which keep those pages until the budget first turns a planned-fast birth
 // away (parked_tails_kept: still keeping them at exit).
@@ -106,6 +108,8 @@ inline constexpr const char kMigrationEnabled[] = "migration_enabled";
 inline constexpr const char kMigrationsDone[] = "migrations_done";
 inline constexpr const char kMigrationsFailed[] = "migrations_failed";
 inline constexpr const char kMigrationsRefusedBudget[] = "migrations_refused_budget";
+// Moves to the fast node refused because the kernel would not drop the slow object's tail first.
+inline constexpr const char kMigrationsRefusedTail[] = "migrations_refused_tail";
 inline constexpr const char kMigrationsCancelled[] = "migrations_cancelled";
 inline constexpr const char kMigrationQueueFull[] = "migration_queue_full";
 inline constexpr const char kObjectsToSlow[] = "objects_to_slow";
@@ -178,7 +182,7 @@ inline constexpr const char kProfileSource[] = "profile_source";
 inline constexpr const char kPlansFromLocalRank0Profile[] = "plans_from_local_rank0_profile";
 inline constexpr const char kMode[] = "mode";
 
-inline constexpr std::array<std::string_view, 140> kAll = {
+inline constexpr std::array<std::string_view, 142> kAll = {
     kPid,
     kRank,
     kForkedChildren,
@@ -244,6 +248,7 @@ inline constexpr std::array<std::string_view, 140> kAll = {
     kPlacerReleaseErrors,
     kParkedFastReuses,
     kParkedFastTrimmedBytes,
+    kSlowTailsKeptBytes,
     kSlowTailsDroppedBytes,
     kParkedTailsDroppedBytes,
     kParkedTailsKept,
@@ -257,6 +262,7 @@ inline constexpr std::array<std::string_view, 140> kAll = {
     kMigrationsDone,
     kMigrationsFailed,
     kMigrationsRefusedBudget,
+    kMigrationsRefusedTail,
     kMigrationsCancelled,
     kMigrationQueueFull,
     kObjectsToSlow,

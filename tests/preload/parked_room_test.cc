@@ -138,17 +138,40 @@ TEST(CachedFit, AnExtentMoreThanTwiceTheClassIsNotTaken) {
   EXPECT_EQ(get(j, "heap_peak_resident_bytes"), 2 * kMiB + 512 * kKiB) << j.dump(1);
 }
 
-TEST(CachedFit, UnderABudgetASlowBirthTakesALargerSlowExtentWithoutItsTail) {
-  // Budget 1 MiB: both objects are born slow. The second takes the first's 2 MiB slow extent and drops
-  // the pages past its 1.25 MiB class, which a later prefetch would otherwise bring into fast memory
-  // uncounted; the books balance at exit.
+TEST(CachedFit, UnderABudgetASlowBirthTakesALargerSlowExtentAndKeepsItsTail) {
+  // Budget 1 MiB: every object is born slow. The second takes the first's 2 MiB slow extent; the pages past
+  // its 1.25 MiB class stay (it may use its class only), so the third, of the 2 MiB class again, finds all
+  // 512 pages resident (b: not written). Before, the tail was dropped and the third found 320.
   std::string out;
-  const nlohmann::json j = run_script("a0=2M f0 a1=1200K u1 f1", "1M", &out);
+  const nlohmann::json j = run_script("a0=2M f0 a1=1200K u1 f1 b2=2M r2", "1M", &out);
   ASSERT_TRUE(j.is_object());
-  EXPECT_EQ(get(j, "forced_slow_allocations"), 2u) << j.dump(1);
+  EXPECT_EQ(get(j, "forced_slow_allocations"), 3u) << j.dump(1);
   EXPECT_EQ(get(j, "extents_carved"), 1u) << j.dump(1);
   EXPECT_NE(out.find("usable 1 1310720"), std::string::npos) << out;
+  EXPECT_NE(out.find("resident 2 512"), std::string::npos) << out;
+  EXPECT_EQ(get(j, "slow_tails_kept_bytes"), 768 * kKiB) << j.dump(1);
+  EXPECT_EQ(get(j, "slow_tails_dropped_bytes"), 0u) << j.dump(1);
+  EXPECT_EQ(get(j, "empty_birth_bytes_slow"), 2 * kMiB) << j.dump(1);
+  EXPECT_EQ(get(j, "slow_live_bytes_at_exit"), 0u) << j.dump(1);
+  EXPECT_EQ(get(j, "placer_release_errors"), 0u) << j.dump(1);
+}
+
+TEST(CachedFit, AMoveToFastDropsTheTailOfALargerSlowExtentFirst) {
+  // Budget 2 MiB: objects 3 (256 KiB) and 2 (768 KiB) are fast; object 0 (2 MiB) goes slow and is freed;
+  // object 1 (1.25 MiB class) is born slow in its extent and keeps the 768 KiB tail. Object 2's free parks
+  // its extent, and the prefetch of object 1 to object 3's node drops the parked pages for room and the
+  // tail, which the budget does not count, before it starts: the fast pool holds 1.5 MiB, not 2.25.
+  std::string out;
+  const nlohmann::json j = run_script("a3=256K a2=768K a0=2M f0 a1=1200K f2 m1@3 w u1 r1 f1", "2M", &out);
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(get(j, "migrations_done"), 1u) << j.dump(1);
+  EXPECT_EQ(get(j, "slow_tails_kept_bytes"), 768 * kKiB) << j.dump(1);
   EXPECT_EQ(get(j, "slow_tails_dropped_bytes"), 768 * kKiB) << j.dump(1);
+  EXPECT_EQ(get(j, "migrations_refused_tail"), 0u) << j.dump(1);
+  EXPECT_NE(out.find("usable 1 1310720"), std::string::npos) << out;
+  EXPECT_NE(out.find("resident 1 300"), std::string::npos) << out;  // its own pages, intact
+  EXPECT_LE(get(j, "peak_fast_bytes"), 2 * kMiB) << j.dump(1);
+  EXPECT_EQ(get(j, "fast_live_bytes_at_exit"), 0u) << j.dump(1);
   EXPECT_EQ(get(j, "slow_live_bytes_at_exit"), 0u) << j.dump(1);
   EXPECT_EQ(get(j, "placer_release_errors"), 0u) << j.dump(1);
 }

@@ -55,9 +55,9 @@ BirthDecision BirthGate::decide(int64_t step, uint32_t event, uint32_t period, u
     d.quiet = true;  // the executor issues nothing more in this step
     return d;
   }
-  const uint64_t expected = t->expected_tag(event);
-  tag = plan_tag(tag, expected);
-  if (event_leaves_plan(event, period, t->period(), expected, tag)) {
+  const TagAtEvent match = match_tag(t->expected_tags(), event, tag);
+  tag = match.tag;
+  if (event_leaves_plan(event, period, t->period(), match)) {
     step_left_ = true;
     d.deviated_now = true;
     return d;

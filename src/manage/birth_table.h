@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "manage/compiled_plan.h"
@@ -35,6 +36,7 @@ class BirthTable {
   uint32_t period() const noexcept { return period_; }
   int64_t first_step() const noexcept { return first_step_; }
   uint64_t expected_tag(uint32_t event) const noexcept { return event < period_ ? expected_[event] : 0; }
+  std::span<const uint64_t> expected_tags() const noexcept { return expected_; }
   // kFirstTouch for a tag the plan does not know.
   BirthWant lookup(uint64_t tag) const noexcept;
   // Whether the executor has work of the plan's at this event: moves, or the step's start (event 0, where it

@@ -41,7 +41,7 @@ bool CompiledPlan::compile(const Plan& plan, const ProfileIndex& index, ExtentOf
   policy_ = plan.policy;
   budget_bytes_ = plan.summary.budget_bytes;
   migrated_bytes_ = 0;
-  expected_tag_ = expected_tags(index);
+  expected_tag_ = manage::expected_tags(index);
   moves_.assign(period, {});
   fast_uses_.assign(period, {});
   objects_.clear();

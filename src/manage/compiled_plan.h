@@ -18,6 +18,7 @@
 // Thread safety: immutable after compile(); concurrent readers are fine.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -66,6 +67,36 @@ inline uint64_t plan_tag(uint64_t tag, uint64_t expected) {
   return expected != 0 && expected != tag && derived_tag(tag) == expected ? expected : tag;
 }
 
+// Allocations that different threads make in one step reach the step clock in either order from step to
+// step: a data-parallel rank's autograd thread and its communication thread, say (torch.ddp_two_ranks: the
+// tags expected at events 9, 10 and 11 of a 13-event step came in another order in a third of the steps,
+// and each such step left the plan). So a step keeps to the plan where an allocation carries a tag the
+// plan expects within kReorderWindow events of its own.
+inline constexpr uint32_t kReorderWindow = 4;
+
+struct TagAtEvent {
+  uint64_t tag = 0;       // as the plan knows it (plan_tag)
+  bool expected = false;  // the plan expects it near this event, or expects no step-local object here
+};
+
+// `tag` allocated at `event` of a step, against `expected` (the plan's tag per event: expected_tags). An
+// event past the expected ones is not expected. Inline: the allocation path asks at every birth.
+inline TagAtEvent match_tag(std::span<const uint64_t> expected, uint32_t event, uint64_t tag) {
+  if (event >= expected.size()) return {tag, false};
+  const uint64_t here = expected[event];
+  if (here == tag) return {tag, true};
+  const uint64_t derived = derived_tag(tag);
+  if (here != 0 && here == derived) return {here, true};
+  const uint32_t first = event > kReorderWindow ? event - kReorderWindow : 0;
+  const uint32_t end = std::min<uint64_t>(expected.size(), uint64_t{event} + kReorderWindow + 1);
+  for (uint32_t k = first; k < end; ++k) {
+    if (expected[k] == 0) continue;
+    if (expected[k] == tag) return {tag, true};
+    if (expected[k] == derived) return {derived, true};
+  }
+  return {tag, here == 0};
+}
+
 // The deviation rule, the one copy: the allocation path (BirthGate, birth_table.h) and the plan executor
 // (plan_executor.h) both decide with these whether a step follows the plan, so that births and moves never
 // disagree about it.
@@ -78,10 +109,10 @@ inline bool step_starts_on_plan(int64_t step, uint32_t period, int64_t first_ste
 }
 // A step under the plan leaves it at the first allocation past the plan's period (the detector counts on
 // while it waits for the step's end), made while the detector's period is not the plan's (it re-detected
-// the step structure in the middle of the step), or carrying another tag than the plan expects at that
-// event (`tag` as plan_tag knows it): the rest of that step is first-touch and issues no move.
-inline bool event_leaves_plan(uint32_t event, uint32_t period, uint32_t plan_period, uint64_t expected, uint64_t tag) {
-  return event >= plan_period || period != plan_period || (expected != 0 && expected != tag);
+// the step structure in the middle of the step), or carrying a tag the plan does not expect near that event
+// (`match`: match_tag): the rest of that step is first-touch and issues no move.
+inline bool event_leaves_plan(uint32_t event, uint32_t period, uint32_t plan_period, TagAtEvent match) {
+  return event >= plan_period || period != plan_period || !match.expected;
 }
 
 class CompiledPlan {
@@ -96,6 +127,7 @@ class CompiledPlan {
   uint64_t budget_bytes() const { return budget_bytes_; }
   // Events and phases at or past the period have nothing (0, empty).
   uint64_t expected_tag(uint32_t event) const { return event < period_ ? expected_tag_[event] : 0; }
+  std::span<const uint64_t> expected_tags() const { return expected_tag_; }
   std::span<const PlannedMove> moves_at(uint32_t event) const {
     return event < period_ ? std::span<const PlannedMove>(moves_[event]) : std::span<const PlannedMove>();
   }

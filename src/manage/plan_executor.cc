@@ -153,7 +153,9 @@ void PlanExecutor::on_alloc(ObjectRef ref, uint64_t tag, uint64_t bytes, Tier ti
   phase_ = event;
   if (step >= 0 && step != step_) begin_step(step, period);
   if (restart) restart_step(period);
-  if (plan_ != nullptr && event < plan_->period()) tag = plan_tag(tag, plan_->expected_tag(event));
+  TagAtEvent match{tag, false};
+  if (plan_ != nullptr) match = match_tag(plan_->expected_tags(), event, tag);
+  tag = match.tag;
   Live o;
   o.ref = ref;
   o.tag = tag;
@@ -164,7 +166,7 @@ void PlanExecutor::on_alloc(ObjectRef ref, uint64_t tag, uint64_t bytes, Tier ti
   observer_->on_object_changed(ref, tag, true, tier, false);
   if (!step_managed_ || step_deviated_ || step != step_) return;
 
-  if (event_leaves_plan(event, period, plan_->period(), plan_->expected_tag(event), tag)) {
+  if (event_leaves_plan(event, period, plan_->period(), match)) {
     step_deviated_ = true;
     waiting_.clear();
     observer_->on_deviation(step_, event);

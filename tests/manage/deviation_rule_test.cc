@@ -107,5 +107,61 @@ TEST_F(DeviationRuleTest, EventZeroAgainBeginsTheStepOver) {
   EXPECT_EQ(both({10, 1, 4, 0xb}).want, BirthWant::kFast);
 }
 
+// Period 12 with step-local 0x10 + k born at event k (k < 11), all planned fast, from step 10 on: long enough
+// to place a tag beyond kReorderWindow events of its own.
+class ReorderTest : public DeviationRuleTest {
+ protected:
+  void SetUp() override {
+    std::vector<ObjectProfile> objects;
+    for (uint32_t k = 0; k < 11; ++k) objects.push_back(sentinel::test::object(0x10 + k, 100, k, k + 1, {k}));
+    std::string error;
+    ASSERT_TRUE(index_.build(sentinel::test::make_profile(12, 1000, objects), &error)) << error;
+    Plan plan;
+    plan.period = 12;
+    plan.events.assign(12, {});
+    for (uint32_t k = 0; k < 11; ++k) plan.birth_tier[0x10 + k] = Tier::kFast;
+    auto compiled = std::make_shared<CompiledPlan>();
+    ASSERT_TRUE(compiled->compile(plan, index_, same, &error)) << error;
+    table_.build(*compiled, 10);
+    gate_.publish(&table_);
+    executor_.start(compiled, 10);
+  }
+};
+
+// Threads that allocate concurrently (a DDP rank's autograd and communication threads) swap neighbouring
+// births from step to step: the step still follows the plan, and each object is born where the plan wants it.
+TEST_F(ReorderTest, NeighboursInAnotherOrderFollowThePlan) {
+  const uint64_t order[11] = {0x10, 0x11, 0x12, 0x13, 0x14, 0x16, 0x15, 0x17, 0x19, 0x1a, 0x18};
+  for (uint32_t k = 0; k < 11; ++k) {
+    const BirthDecision d = both({10, k, 12, order[k]});
+    EXPECT_FALSE(d.deviated_now) << "event " << k;
+    EXPECT_EQ(d.want, BirthWant::kFast) << "event " << k;
+  }
+  EXPECT_TRUE(executor_.step_managed());
+  EXPECT_FALSE(executor_.step_deviated());
+}
+
+TEST_F(ReorderTest, ATagFromFurtherThanTheWindowLeavesThePlan) {
+  EXPECT_EQ(both({10, 0, 12, 0x10}).want, BirthWant::kFast);
+  EXPECT_EQ(both({10, 1, 12, 0x11 + kReorderWindow}).want, BirthWant::kFast);  // at the window's edge
+  const BirthDecision far = both({10, 2, 12, 0x12 + kReorderWindow + 1});
+  EXPECT_TRUE(far.deviated_now);
+  EXPECT_EQ(far.want, BirthWant::kFirstTouch);
+}
+
+TEST(MatchTag, ExpectedNearTheEventOrNothingExpectedThere) {
+  const std::vector<uint64_t> expected = {0x10, 0, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17};
+  EXPECT_TRUE(match_tag(expected, 0, 0x10).expected);
+  EXPECT_TRUE(match_tag(expected, 1, 0x999).expected);  // the profile had no step-local birth there
+  EXPECT_TRUE(match_tag(expected, 6, 0x12).expected);   // 4 events away
+  EXPECT_FALSE(match_tag(expected, 7, 0x12).expected);  // 5 away
+  EXPECT_FALSE(match_tag(expected, 8, 0x17).expected);  // past the period
+  // A step-local twin of a persistent object is known by its derived tag, near its event too.
+  const std::vector<uint64_t> twin = {0x10, derived_tag(0x77), 0x12};
+  EXPECT_EQ(match_tag(twin, 1, 0x77).tag, derived_tag(0x77));
+  EXPECT_EQ(match_tag(twin, 2, 0x77).tag, derived_tag(0x77));
+  EXPECT_TRUE(match_tag(twin, 2, 0x77).expected);
+}
+
 }  // namespace
 }  // namespace sentinel::manage

@@ -127,6 +127,13 @@ def check_profile_once(args, tmp, base, plain):
             failures.append(f"managed rank {rank} did not plan from LOCAL_RANK 0's profile")
         if s["managed_steps"] == 0:
             failures.append(f"managed rank {rank}: no managed step")
+        # Once planned, every step follows the plan: the rank's autograd and communication threads allocate
+        # in another order from step to step, which the plan allows (manage/compiled_plan.h, match_tag;
+        # before, a third of the steps left it and ranks re-profiled).
+        elif s["fallback_steps"] != 0 or s["reprofiles"] != 0 or \
+                s["managed_steps"] != args.steps - s["first_managed_step"]:
+            failures.append(f"managed rank {rank}: {s['fallback_steps']} fallback steps, {s['reprofiles']} "
+                            f"re-profiles, {s['managed_steps']} managed steps from step {s['first_managed_step']}")
     return failures
 
 

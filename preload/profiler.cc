@@ -98,11 +98,14 @@ bool same_step_as_first(Profiler& p, const ObjectEvent& e) {
   if (e.event >= p.period) return true;
   if (e.step == p.first_step) {
     p.profiled_tags[e.event] = e.tag;
+    p.profiled_tag_set.insert(e.tag);
     return true;
   }
-  // Within a few events of where the first step had it, as the plan will be followed (manage::match_tag):
-  // threads that allocate concurrently interleave differently from step to step.
-  if (manage::match_tag(p.profiled_tags, e.event, e.tag).expected || p.deviation_restarts >= kMaxDeviationRestarts) {
+  // Anywhere in the first step, as the plan will be followed (manage::match_tag): threads that allocate
+  // concurrently interleave differently from step to step.
+  const auto in_first_step = [&p](uint64_t tag) { return p.profiled_tag_set.count(tag) != 0; };
+  if (manage::match_tag(p.profiled_tags, e.event, e.tag, in_first_step).expected ||
+      p.deviation_restarts >= kMaxDeviationRestarts) {
     return true;
   }
   ++p.deviation_restarts;
@@ -111,6 +114,7 @@ bool same_step_as_first(Profiler& p, const ObjectEvent& e) {
 
 void begin_profile(Profiler& p, const LiveObjects& live, const ObjectEvent& e) {
   p.profiled_tags.assign(e.period, 0);
+  p.profiled_tag_set.clear();
   p.period = e.period;
   p.first_step = e.step;
   p.builder = std::make_unique<ProfileBuilder>(e.period, g_state.config.profile_steps);

@@ -20,6 +20,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "pmu_harvest.h"
@@ -106,10 +107,12 @@ struct Profiler {
   uint64_t restarts = 0;
   uint32_t profiled_steps = 0;
   int64_t last_profile_first_step = -1;
-  // The tags of the first profiled step, by event: every later profiled step must allocate the same at
-  // the same events, or it is not the same step (an odd last batch, an evaluation pass) and averaging it in
-  // would shift births by an event. Restarts for it are bounded (kMaxDeviationRestarts).
+  // The tags of the first profiled step, by event and as a set: every later profiled step must allocate
+  // the same at the same events, or tags of the first step elsewhere in it (threads that allocate
+  // concurrently, as the plan allows: manage::match_tag), or it is not the same step (an odd last batch,
+  // an evaluation pass). Restarts for it are bounded (kMaxDeviationRestarts).
   std::vector<uint64_t> profiled_tags;
+  std::unordered_set<uint64_t> profiled_tag_set;
   uint32_t deviation_restarts = 0;
 };
 

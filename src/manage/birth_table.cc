@@ -24,7 +24,15 @@ void BirthTable::build(const CompiledPlan& plan, int64_t first_step) {
     if (tag == 0) continue;
     uint64_t i = mix(tag) & mask_;
     while (slots_[i].tag != 0) i = (i + 1) & mask_;
-    slots_[i] = Slot{tag, o.birth == Tier::kFast ? BirthWant::kFast : BirthWant::kSlow};
+    slots_[i] = Slot{tag, o.birth == Tier::kFast ? BirthWant::kFast : BirthWant::kSlow, !o.persistent};
+  }
+}
+
+bool BirthTable::step_local(uint64_t tag) const noexcept {
+  if (slots_.empty() || tag == 0) return false;
+  for (uint64_t i = mix(tag) & mask_;; i = (i + 1) & mask_) {
+    if (slots_[i].tag == tag) return slots_[i].step_local;
+    if (slots_[i].tag == 0) return false;
   }
 }
 
@@ -55,7 +63,7 @@ BirthDecision BirthGate::decide(int64_t step, uint32_t event, uint32_t period, u
     d.quiet = true;  // the executor issues nothing more in this step
     return d;
   }
-  const TagAtEvent match = match_tag(t->expected_tags(), event, tag);
+  const TagAtEvent match = match_tag(t->expected_tags(), event, tag, [t](uint64_t x) { return t->step_local(x); });
   tag = match.tag;
   if (event_leaves_plan(event, period, t->period(), match)) {
     step_left_ = true;

@@ -39,6 +39,8 @@ class BirthTable {
   std::span<const uint64_t> expected_tags() const noexcept { return expected_; }
   // kFirstTouch for a tag the plan does not know.
   BirthWant lookup(uint64_t tag) const noexcept;
+  // Whether the plan has a step-local (not persistent) object of this tag.
+  bool step_local(uint64_t tag) const noexcept;
   // Whether the executor has work of the plan's at this event: moves, or the step's start (event 0, where it
   // catches persistent objects up). Events past the period count as acting.
   bool acts_at(uint32_t event) const noexcept { return event >= period_ || acts_[event] != 0; }
@@ -47,6 +49,7 @@ class BirthTable {
   struct Slot {
     uint64_t tag = 0;  // 0 = empty (tags are never 0: see make_tag)
     BirthWant want = BirthWant::kFirstTouch;
+    bool step_local = false;
   };
   uint32_t period_ = 0;
   int64_t first_step_ = 0;

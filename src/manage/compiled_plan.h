@@ -18,7 +18,6 @@
 // Thread safety: immutable after compile(); concurrent readers are fine.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -67,33 +66,29 @@ inline uint64_t plan_tag(uint64_t tag, uint64_t expected) {
   return expected != 0 && expected != tag && derived_tag(tag) == expected ? expected : tag;
 }
 
-// Allocations that different threads make in one step reach the step clock in either order from step to
-// step: a data-parallel rank's autograd thread and its communication thread, say (torch.ddp_two_ranks: the
-// tags expected at events 9, 10 and 11 of a 13-event step came in another order in a third of the steps,
-// and each such step left the plan). So a step keeps to the plan where an allocation carries a tag the
-// plan expects within kReorderWindow events of its own.
-inline constexpr uint32_t kReorderWindow = 4;
-
+// Allocations that different threads make in one step reach the step clock in another order from step to
+// step: a data-parallel rank's communication thread allocates while its autograd thread does (ddp_mlp.py:
+// the tags expected at events 9-11 of a 13-event step came in another order in a third of the steps;
+// resnet18 under DDP: one tag came 5-10 events away from where the profile had it). So the plan follows a
+// step whose allocation at an event carries a tag it knows as a step-local object, wherever in the step
+// the profile had it; the births go by tag, and a later birth's events shift by one.
 struct TagAtEvent {
-  uint64_t tag = 0;       // as the plan knows it (plan_tag)
-  bool expected = false;  // the plan expects it near this event, or expects no step-local object here
+  uint64_t tag = 0;       // as the plan knows it (plan_tag, or the derived tag of a persistent object's twin)
+  bool expected = false;  // the plan knows it as a step-local object, or expects none at this event
 };
 
-// `tag` allocated at `event` of a step, against `expected` (the plan's tag per event: expected_tags). An
-// event past the expected ones is not expected. Inline: the allocation path asks at every birth.
-inline TagAtEvent match_tag(std::span<const uint64_t> expected, uint32_t event, uint64_t tag) {
+// `tag` allocated at `event` of a step, against `expected` (the plan's tag per event: expected_tags) and
+// `step_local(t)`: whether the plan has a step-local object of tag t. An event past the expected ones is
+// not expected. Inline: the allocation path asks at every birth.
+template <class StepLocal>
+inline TagAtEvent match_tag(std::span<const uint64_t> expected, uint32_t event, uint64_t tag, const StepLocal& step_local) {
   if (event >= expected.size()) return {tag, false};
   const uint64_t here = expected[event];
   if (here == tag) return {tag, true};
   const uint64_t derived = derived_tag(tag);
   if (here != 0 && here == derived) return {here, true};
-  const uint32_t first = event > kReorderWindow ? event - kReorderWindow : 0;
-  const uint32_t end = std::min<uint64_t>(expected.size(), uint64_t{event} + kReorderWindow + 1);
-  for (uint32_t k = first; k < end; ++k) {
-    if (expected[k] == 0) continue;
-    if (expected[k] == tag) return {tag, true};
-    if (expected[k] == derived) return {derived, true};
-  }
+  if (step_local(derived)) return {derived, true};
+  if (step_local(tag)) return {tag, true};
   return {tag, here == 0};
 }
 
@@ -109,8 +104,8 @@ inline bool step_starts_on_plan(int64_t step, uint32_t period, int64_t first_ste
 }
 // A step under the plan leaves it at the first allocation past the plan's period (the detector counts on
 // while it waits for the step's end), made while the detector's period is not the plan's (it re-detected
-// the step structure in the middle of the step), or carrying a tag the plan does not expect near that event
-// (`match`: match_tag): the rest of that step is first-touch and issues no move.
+// the step structure in the middle of the step), or carrying a tag the plan does not know as a step-local
+// object where the profile had one (`match`: match_tag): the rest of that step is first-touch and issues no move.
 inline bool event_leaves_plan(uint32_t event, uint32_t period, uint32_t plan_period, TagAtEvent match) {
   return event >= plan_period || period != plan_period || !match.expected;
 }
@@ -136,6 +131,10 @@ class CompiledPlan {
   }
   // nullptr for a tag the plan does not know.
   const PlannedObject* object(uint64_t tag) const;
+  bool step_local(uint64_t tag) const {
+    const PlannedObject* o = object(tag);
+    return o != nullptr && !o->persistent;
+  }
   const std::unordered_map<uint64_t, PlannedObject>& objects() const { return objects_; }
   uint64_t planned_migrated_bytes_per_step() const { return migrated_bytes_; }
 

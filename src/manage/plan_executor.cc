@@ -154,7 +154,10 @@ void PlanExecutor::on_alloc(ObjectRef ref, uint64_t tag, uint64_t bytes, Tier ti
   if (step >= 0 && step != step_) begin_step(step, period);
   if (restart) restart_step(period);
   TagAtEvent match{tag, false};
-  if (plan_ != nullptr) match = match_tag(plan_->expected_tags(), event, tag);
+  if (plan_ != nullptr) {
+    const CompiledPlan& plan = *plan_;
+    match = match_tag(plan.expected_tags(), event, tag, [&plan](uint64_t x) { return plan.step_local(x); });
+  }
   tag = match.tag;
   Live o;
   o.ref = ref;

@@ -9,7 +9,8 @@ fails on Python 3.11) and checks:
     bytes stay within it), while (--control) with SENTINEL_JOB=none each rank takes the whole budget;
   - with --hosts 2, the ranks run in two UTS + mount namespaces (own host name, own /dev/shm), as on two
     machines: each host's ranks share that host's ledger, nothing else is shared.
-Usage: ddp_ranks.py LIBSENTINEL [--ranks N] [--hosts H] [--budget-check [--control]] [--managed] [--steps S]
+Usage: ddp_ranks.py LIBSENTINEL [--ranks N] [--hosts H] [--budget-check [--control]] [--managed [--dry-run]]
+                     [--steps S] [--program PATH [--program-args ARGS]]
 """
 import argparse
 import json
@@ -57,7 +58,8 @@ def run_job(args, tmp, name, env_extra):
             env.update(env_extra)
             out = os.path.join(tmp, f"{name}.losses.{rank}")
             cmd = ["env"] + [f"{k}={v}" for k, v in env.items()] + \
-                  ["/usr/bin/python3", PROGRAM, "--quiet", "--steps", str(args.steps), "--out", out]
+                  ["/usr/bin/python3", args.program, "--quiet", "--steps", str(args.steps), "--out", out] + \
+                  shlex.split(args.program_args)
             lines.append(" ".join(shlex.quote(c) for c in cmd) + f" 2>{shlex.quote(out)}.err &\npids=\"$pids $!\"")
         script = "\n".join(lines) + "\nfail=0\nfor j in $pids; do wait $j || fail=1; done\nexit $fail\n"
         if args.hosts > 1:
@@ -104,7 +106,10 @@ def check_profile_once(args, tmp, base, plain):
     # check stays independent of sampling. The profile then has lifetimes but no access counts.
     env = dict(base, SENTINEL_MODE="managed", SENTINEL_FAST_BUDGET="50%", SENTINEL_SAMPLER="none",
                SENTINEL_STATS=os.path.join(tmp, "managed.stats.json"))
-    env.setdefault("SENTINEL_SYSFS_ROOT", fake_two_node_sysfs(os.path.join(tmp, "sysfs")))
+    if args.dry_run:  # the slow node simulated (docs/managed-mode.md), moves booked at the preset's speed
+        env.update(SENTINEL_DRY_RUN="1", SENTINEL_TIER="optane", SENTINEL_FAST_BUDGET="20%")
+    else:
+        env.setdefault("SENTINEL_SYSFS_ROOT", fake_two_node_sysfs(os.path.join(tmp, "sysfs")))
     losses = run_job(args, tmp, "managed", env)
     stats = read_stats(tmp, "managed", args.ranks)
     failures = []
@@ -146,6 +151,10 @@ def main():
     p.add_argument("--budget-check", action="store_true")
     p.add_argument("--managed", action="store_true",
                    help="also run managed mode: LOCAL_RANK 0 profiles, the others take its profile (give ~20 steps)")
+    p.add_argument("--program", default=PROGRAM, help="the rank's training program (default: programs/ddp_mlp.py)")
+    p.add_argument("--program-args", default="", help="more arguments for it, as one string")
+    p.add_argument("--dry-run", action="store_true",
+                   help="managed mode as a dry run at 20%% (optane) instead of on a faked two-node topology")
     p.add_argument("--budget", type=int, default=0,
                    help="with --budget-check: this host budget in bytes (default: one rank's fast peak, measured)")
     p.add_argument("--control", action="store_true",

@@ -10,7 +10,7 @@ fails on Python 3.11) and checks:
   - with --hosts 2, the ranks run in two UTS + mount namespaces (own host name, own /dev/shm), as on two
     machines: each host's ranks share that host's ledger, nothing else is shared.
 Usage: ddp_ranks.py LIBSENTINEL [--ranks N] [--hosts H] [--budget-check [--control]] [--managed [--dry-run]]
-                     [--steps S] [--program PATH [--program-args ARGS]]
+                     [--steps S] [--program-args ARGS]
 """
 import argparse
 import json
@@ -58,7 +58,7 @@ def run_job(args, tmp, name, env_extra):
             env.update(env_extra)
             out = os.path.join(tmp, f"{name}.losses.{rank}")
             cmd = ["env"] + [f"{k}={v}" for k, v in env.items()] + \
-                  ["/usr/bin/python3", args.program, "--quiet", "--steps", str(args.steps), "--out", out] + \
+                  ["/usr/bin/python3", PROGRAM, "--quiet", "--steps", str(args.steps), "--out", out] + \
                   shlex.split(args.program_args)
             lines.append(" ".join(shlex.quote(c) for c in cmd) + f" 2>{shlex.quote(out)}.err &\npids=\"$pids $!\"")
         script = "\n".join(lines) + "\nfail=0\nfor j in $pids; do wait $j || fail=1; done\nexit $fail\n"
@@ -151,8 +151,8 @@ def main():
     p.add_argument("--budget-check", action="store_true")
     p.add_argument("--managed", action="store_true",
                    help="also run managed mode: LOCAL_RANK 0 profiles, the others take its profile (give ~20 steps)")
-    p.add_argument("--program", default=PROGRAM, help="the rank's training program (default: programs/ddp_mlp.py)")
-    p.add_argument("--program-args", default="", help="more arguments for it, as one string")
+    p.add_argument("--program-args", default="",
+                   help="more arguments for programs/ddp_mlp.py, as one string (--arch resnet18: a torchvision model)")
     p.add_argument("--dry-run", action="store_true",
                    help="managed mode as a dry run at 20%% (optane) instead of on a faked two-node topology")
     p.add_argument("--budget", type=int, default=0,

@@ -98,13 +98,21 @@ bool same_step_as_first(Profiler& p, const ObjectEvent& e) {
   if (e.event >= p.period) return true;
   if (e.step == p.first_step) {
     p.profiled_tags[e.event] = e.tag;
-    p.profiled_tag_set.insert(e.tag);
+    p.profiled_tag_events.emplace(e.tag, e.event);
     return true;
   }
-  // Anywhere in the first step, as the plan will be followed (manage::match_tag): threads that allocate
-  // concurrently interleave differently from step to step.
-  const auto in_first_step = [&p](uint64_t tag) { return p.profiled_tag_set.count(tag) != 0; };
-  if (manage::match_tag(p.profiled_tags, e.event, e.tag, in_first_step).expected ||
+  // As the plan will be followed (manage::match_tag, BirthOrder): threads that allocate concurrently
+  // interleave differently from step to step.
+  if (e.step != p.profiled_order_step) {
+    p.profiled_order.reset();
+    p.profiled_order_step = e.step;
+  }
+  const auto position_of = [&p](uint64_t tag) {
+    auto it = p.profiled_tag_events.find(tag);
+    return it == p.profiled_tag_events.end() ? manage::kNoPosition : it->second;
+  };
+  const manage::TagAtEvent m = manage::match_tag(p.profiled_tags, e.event, e.tag, position_of);
+  if ((m.expected && p.profiled_order.on_birth(p.profiled_tags, e.event, m.position)) ||
       p.deviation_restarts >= kMaxDeviationRestarts) {
     return true;
   }
@@ -114,7 +122,9 @@ bool same_step_as_first(Profiler& p, const ObjectEvent& e) {
 
 void begin_profile(Profiler& p, const LiveObjects& live, const ObjectEvent& e) {
   p.profiled_tags.assign(e.period, 0);
-  p.profiled_tag_set.clear();
+  p.profiled_tag_events.clear();
+  p.profiled_order.resize(e.period);
+  p.profiled_order_step = -1;
   p.period = e.period;
   p.first_step = e.step;
   p.builder = std::make_unique<ProfileBuilder>(e.period, g_state.config.profile_steps);

@@ -20,9 +20,9 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
+#include "manage/compiled_plan.h"
 #include "pmu_harvest.h"
 #include "profile/sample_attribution.h"
 #include "profile/profile_builder.h"
@@ -107,12 +107,14 @@ struct Profiler {
   uint64_t restarts = 0;
   uint32_t profiled_steps = 0;
   int64_t last_profile_first_step = -1;
-  // The tags of the first profiled step, by event and as a set: every later profiled step must allocate
-  // the same at the same events, or tags of the first step elsewhere in it (threads that allocate
-  // concurrently, as the plan allows: manage::match_tag), or it is not the same step (an odd last batch,
-  // an evaluation pass). Restarts for it are bounded (kMaxDeviationRestarts).
+  // The tags of the first profiled step, by event and by tag: every later profiled step must allocate the
+  // same, in the same order or in another one as the plan allows (threads that allocate concurrently:
+  // manage::match_tag, manage::BirthOrder), or it is not the same step (an odd last batch, an evaluation
+  // pass). Restarts for it are bounded (kMaxDeviationRestarts).
   std::vector<uint64_t> profiled_tags;
-  std::unordered_set<uint64_t> profiled_tag_set;
+  std::unordered_map<uint64_t, uint32_t> profiled_tag_events;
+  manage::BirthOrder profiled_order;  // the births of the profiled step being compared
+  int64_t profiled_order_step = -1;
   uint32_t deviation_restarts = 0;
 };
 

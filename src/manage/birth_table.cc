@@ -12,6 +12,7 @@ void BirthTable::build(const CompiledPlan& plan, int64_t first_step) {
   first_step_ = first_step;
   expected_.resize(period_);
   acts_.assign(period_, 0);
+  order_.resize(period_);
   for (uint32_t k = 0; k < period_; ++k) {
     expected_[k] = plan.expected_tag(k);
     acts_[k] = k == 0 || !plan.moves_at(k).empty();
@@ -24,15 +25,16 @@ void BirthTable::build(const CompiledPlan& plan, int64_t first_step) {
     if (tag == 0) continue;
     uint64_t i = mix(tag) & mask_;
     while (slots_[i].tag != 0) i = (i + 1) & mask_;
-    slots_[i] = Slot{tag, o.birth == Tier::kFast ? BirthWant::kFast : BirthWant::kSlow, !o.persistent};
+    slots_[i] = Slot{tag, o.birth == Tier::kFast ? BirthWant::kFast : BirthWant::kSlow,
+                     o.persistent ? kNoPosition : o.birth_event};
   }
 }
 
-bool BirthTable::step_local(uint64_t tag) const noexcept {
-  if (slots_.empty() || tag == 0) return false;
+uint32_t BirthTable::position_of(uint64_t tag) const noexcept {
+  if (slots_.empty() || tag == 0) return kNoPosition;
   for (uint64_t i = mix(tag) & mask_;; i = (i + 1) & mask_) {
-    if (slots_[i].tag == tag) return slots_[i].step_local;
-    if (slots_[i].tag == 0) return false;
+    if (slots_[i].tag == tag) return slots_[i].position;
+    if (slots_[i].tag == 0) return kNoPosition;
   }
 }
 
@@ -54,6 +56,7 @@ BirthDecision BirthGate::decide(int64_t step, uint32_t event, uint32_t period, u
     step_ = step;
     step_period_ = period;
     step_left_ = false;
+    order_reset_pending_ = true;
   }
   const BirthTable* t = current();
   if (t == nullptr || step < 0 || !step_starts_on_plan(step, step_period_, t->first_step(), t->period())) {
@@ -63,9 +66,14 @@ BirthDecision BirthGate::decide(int64_t step, uint32_t event, uint32_t period, u
     d.quiet = true;  // the executor issues nothing more in this step
     return d;
   }
-  const TagAtEvent match = match_tag(t->expected_tags(), event, tag, [t](uint64_t x) { return t->step_local(x); });
+  if (t != order_table_ || order_reset_pending_) {
+    t->order().reset();
+    order_table_ = t;
+    order_reset_pending_ = false;
+  }
+  const TagAtEvent match = match_tag(t->expected_tags(), event, tag, [t](uint64_t x) { return t->position_of(x); });
   tag = match.tag;
-  if (event_leaves_plan(event, period, t->period(), match)) {
+  if (event_leaves_plan(event, period, t->period(), match, t->expected_tags(), t->order())) {
     step_left_ = true;
     d.deviated_now = true;
     return d;

@@ -39,8 +39,11 @@ class BirthTable {
   std::span<const uint64_t> expected_tags() const noexcept { return expected_; }
   // kFirstTouch for a tag the plan does not know.
   BirthWant lookup(uint64_t tag) const noexcept;
-  // Whether the plan has a step-local (not persistent) object of this tag.
-  bool step_local(uint64_t tag) const noexcept;
+  // The profile's birth event of the plan's step-local object of this tag; kNoPosition for another.
+  uint32_t position_of(uint64_t tag) const noexcept;
+  // The allocation path's record of the births of its current step (BirthGate, under the caller's lock):
+  // sized here, so that the gate never allocates.
+  BirthOrder& order() const noexcept { return order_; }
   // Whether the executor has work of the plan's at this event: moves, or the step's start (event 0, where it
   // catches persistent objects up). Events past the period count as acting.
   bool acts_at(uint32_t event) const noexcept { return event >= period_ || acts_[event] != 0; }
@@ -49,7 +52,7 @@ class BirthTable {
   struct Slot {
     uint64_t tag = 0;  // 0 = empty (tags are never 0: see make_tag)
     BirthWant want = BirthWant::kFirstTouch;
-    bool step_local = false;
+    uint32_t position = kNoPosition;
   };
   uint32_t period_ = 0;
   int64_t first_step_ = 0;
@@ -57,6 +60,7 @@ class BirthTable {
   std::vector<uint64_t> expected_;
   std::vector<uint8_t> acts_;  // by event
   std::vector<Slot> slots_;  // open addressing, power-of-two size, at most half full
+  mutable BirthOrder order_;
 };
 
 struct BirthDecision {
@@ -82,9 +86,11 @@ class BirthGate {
   // The step the allocation path is in (guarded by the caller's lock): its index, the detector's period at
   // its start, the last event seen, and whether it has left the plan.
   int64_t step_ = -1;
+  const BirthTable* order_table_ = nullptr;  // the table whose BirthOrder holds this step's births
   uint32_t step_period_ = 0;
   uint32_t event_ = 0;
   bool step_left_ = false;
+  bool order_reset_pending_ = false;  // a step began: its table's BirthOrder starts empty
 };
 
 }  // namespace sentinel::manage

@@ -18,6 +18,7 @@
 // Thread safety: immutable after compile(); concurrent readers are fine.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -69,28 +70,59 @@ inline uint64_t plan_tag(uint64_t tag, uint64_t expected) {
 // Allocations that different threads make in one step reach the step clock in another order from step to
 // step: a data-parallel rank's communication thread allocates while its autograd thread does (ddp_mlp.py:
 // the tags expected at events 9-11 of a 13-event step came in another order in a third of the steps;
-// resnet18 under DDP: one tag came 5-10 events away from where the profile had it). So the plan follows a
-// step whose allocation at an event carries a tag it knows as a step-local object, wherever in the step
-// the profile had it; the births go by tag, and a later birth's events shift by one.
+// resnet18 under DDP: one tag came 5-10 events from where the profile had it). So the plan follows a step
+// whose births are the plan's step-local objects in another order, as long as none comes more than
+// order_window(period) events after its place in the profile (BirthOrder); the births go by tag. A step
+// that lacks one of them (an odd batch whose first tensor is too small to be an object, so that every later
+// birth comes one event early) leaves the plan once that birth is overdue, as does a tag the plan does not
+// know or one born twice.
+inline constexpr uint32_t kNoPosition = 0xffffffffu;
+inline uint32_t order_window(uint32_t period) { return period / 16 > 4 ? period / 16 : 4; }
+
 struct TagAtEvent {
   uint64_t tag = 0;       // as the plan knows it (plan_tag, or the derived tag of a persistent object's twin)
   bool expected = false;  // the plan knows it as a step-local object, or expects none at this event
+  uint32_t position = kNoPosition;  // the event of its birth in the profile (kNoPosition: none)
 };
 
 // `tag` allocated at `event` of a step, against `expected` (the plan's tag per event: expected_tags) and
-// `step_local(t)`: whether the plan has a step-local object of tag t. An event past the expected ones is
-// not expected. Inline: the allocation path asks at every birth.
-template <class StepLocal>
-inline TagAtEvent match_tag(std::span<const uint64_t> expected, uint32_t event, uint64_t tag, const StepLocal& step_local) {
-  if (event >= expected.size()) return {tag, false};
+// `position_of(t)`: the birth event of the plan's step-local object of tag t, or kNoPosition. An event past
+// the expected ones is not expected. Inline: the allocation path asks at every birth.
+template <class PositionOf>
+inline TagAtEvent match_tag(std::span<const uint64_t> expected, uint32_t event, uint64_t tag, const PositionOf& position_of) {
+  if (event >= expected.size()) return {tag, false, kNoPosition};
   const uint64_t here = expected[event];
-  if (here == tag) return {tag, true};
+  if (here == tag) return {tag, true, event};
   const uint64_t derived = derived_tag(tag);
-  if (here != 0 && here == derived) return {here, true};
-  if (step_local(derived)) return {derived, true};
-  if (step_local(tag)) return {tag, true};
-  return {tag, here == 0};
+  if (here != 0 && here == derived) return {here, true, event};
+  if (const uint32_t p = position_of(derived); p != kNoPosition) return {derived, true, p};
+  if (const uint32_t p = position_of(tag); p != kNoPosition) return {tag, true, p};
+  return {tag, here == 0, kNoPosition};
 }
+
+// Which of the plan's step-local births a step has made so far. resize() may allocate (the table's
+// build, the executor's plan start); reset() and on_birth() do not (the allocation path).
+class BirthOrder {
+ public:
+  void resize(uint32_t period) { seen_.assign(period, 0); next_ = 0; }
+  void reset() noexcept {
+    std::fill(seen_.begin(), seen_.end(), uint8_t{0});
+    next_ = 0;
+  }
+  // The birth at `event` of the object the profile had at `position` (kNoPosition: none). False where the
+  // step leaves the plan: a birth the profile had at least order_window events before `event` has not come.
+  bool on_birth(std::span<const uint64_t> expected, uint32_t event, uint32_t position) noexcept {
+    // A tag born twice in a step (a call-site's occurrence counted from another point than the step's
+    // start) marks its first place only; a later place of it that stays empty makes it overdue.
+    if (position != kNoPosition && position < seen_.size()) seen_[position] = 1;
+    while (next_ < seen_.size() && (expected[next_] == 0 || seen_[next_] != 0)) ++next_;
+    return next_ >= seen_.size() || next_ + order_window(static_cast<uint32_t>(seen_.size())) > event;
+  }
+
+ private:
+  std::vector<uint8_t> seen_;
+  uint32_t next_ = 0;  // the first event whose step-local birth has not come
+};
 
 // The deviation rule, the one copy: the allocation path (BirthGate, birth_table.h) and the plan executor
 // (plan_executor.h) both decide with these whether a step follows the plan, so that births and moves never
@@ -104,10 +136,13 @@ inline bool step_starts_on_plan(int64_t step, uint32_t period, int64_t first_ste
 }
 // A step under the plan leaves it at the first allocation past the plan's period (the detector counts on
 // while it waits for the step's end), made while the detector's period is not the plan's (it re-detected
-// the step structure in the middle of the step), or carrying a tag the plan does not know as a step-local
-// object where the profile had one (`match`: match_tag): the rest of that step is first-touch and issues no move.
-inline bool event_leaves_plan(uint32_t event, uint32_t period, uint32_t plan_period, TagAtEvent match) {
-  return event >= plan_period || period != plan_period || !match.expected;
+// the step structure in the middle of the step), carrying a tag the plan does not know as a step-local
+// object where the profile had one (`match`: match_tag), or out of the plan's order (`order`, which this
+// call updates: BirthOrder): the rest of that step is first-touch and issues no move.
+inline bool event_leaves_plan(uint32_t event, uint32_t period, uint32_t plan_period, TagAtEvent match,
+                              std::span<const uint64_t> expected, BirthOrder& order) {
+  return event >= plan_period || period != plan_period || !match.expected ||
+         !order.on_birth(expected, event, match.position);
 }
 
 class CompiledPlan {
@@ -131,9 +166,10 @@ class CompiledPlan {
   }
   // nullptr for a tag the plan does not know.
   const PlannedObject* object(uint64_t tag) const;
-  bool step_local(uint64_t tag) const {
+  // The birth event of the step-local object of this tag; kNoPosition for a persistent or unknown one.
+  uint32_t position_of(uint64_t tag) const {
     const PlannedObject* o = object(tag);
-    return o != nullptr && !o->persistent;
+    return o != nullptr && !o->persistent ? o->birth_event : kNoPosition;
   }
   const std::unordered_map<uint64_t, PlannedObject>& objects() const { return objects_; }
   uint64_t planned_migrated_bytes_per_step() const { return migrated_bytes_; }

@@ -38,9 +38,11 @@ void PlanExecutor::begin_step(int64_t step, uint32_t period) {
     plan_ = std::move(next_plan_);
     first_step_ = next_first_step_;
     awaited_.assign(plan_->period(), {});
+    order_.resize(plan_->period());
   }
   step_ = step;
   step_deviated_ = false;
+  order_.reset();
   step_managed_ = plan_ != nullptr && step_starts_on_plan(step, period, first_step_, plan_->period());
   observer_->on_step_begin(step, step_managed_);
   if (step_managed_) reconcile_persistent(*plan_);
@@ -49,6 +51,7 @@ void PlanExecutor::begin_step(int64_t step, uint32_t period) {
 void PlanExecutor::restart_step(uint32_t period) {
   waiting_.clear();
   step_deviated_ = false;
+  order_.reset();
   step_managed_ = plan_ != nullptr && step_starts_on_plan(step_, period, first_step_, plan_->period());
 }
 
@@ -156,7 +159,7 @@ void PlanExecutor::on_alloc(ObjectRef ref, uint64_t tag, uint64_t bytes, Tier ti
   TagAtEvent match{tag, false};
   if (plan_ != nullptr) {
     const CompiledPlan& plan = *plan_;
-    match = match_tag(plan.expected_tags(), event, tag, [&plan](uint64_t x) { return plan.step_local(x); });
+    match = match_tag(plan.expected_tags(), event, tag, [&plan](uint64_t x) { return plan.position_of(x); });
   }
   tag = match.tag;
   Live o;
@@ -169,7 +172,7 @@ void PlanExecutor::on_alloc(ObjectRef ref, uint64_t tag, uint64_t bytes, Tier ti
   observer_->on_object_changed(ref, tag, true, tier, false);
   if (!step_managed_ || step_deviated_ || step != step_) return;
 
-  if (event_leaves_plan(event, period, plan_->period(), match)) {
+  if (event_leaves_plan(event, period, plan_->period(), match, plan_->expected_tags(), order_)) {
     step_deviated_ = true;
     waiting_.clear();
     observer_->on_deviation(step_, event);

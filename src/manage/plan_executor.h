@@ -187,6 +187,7 @@ class PlanExecutor {
   uint32_t phase_ = 0;
   bool step_managed_ = false;
   bool step_deviated_ = false;
+  BirthOrder order_;  // this step's births of the plan's step-local objects (the deviation rule)
   ExecutorStats stats_;
 };
 

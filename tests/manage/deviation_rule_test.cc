@@ -152,18 +152,56 @@ TEST_F(ReorderTest, ATagThePlanDoesNotKnowAsStepLocalLeavesIt) {
   EXPECT_TRUE(both({11, 1, 12, 0x77}).deviated_now);
 }
 
+// An odd batch whose first tensor is too small to be an object: every later birth comes one event early.
+// The step follows the plan until the missing birth is order_window (4) events overdue, then leaves it.
+TEST_F(ReorderTest, AMissingBirthLeavesThePlanOnceItIsOverdue) {
+  ASSERT_EQ(order_window(12), 4u);
+  for (uint32_t k = 0; k < 4; ++k) EXPECT_FALSE(both({10, k, 12, 0x11 + k}).deviated_now) << "event " << k;
+  EXPECT_TRUE(both({10, 4, 12, 0x15}).deviated_now);
+  // The next step, whole and in order, follows the plan again.
+  for (uint32_t k = 0; k < 11; ++k) EXPECT_EQ(both({11, k, 12, 0x10 + k}).want, BirthWant::kFast) << "event " << k;
+}
+
+// A tag born twice in a step (a call-site's occurrences counted from another point than the step's start)
+// marks its place once; the place it does not fill becomes overdue like a missing birth.
+TEST_F(ReorderTest, ATagBornTwiceLeavesThePlanWhenThePlaceItLeftEmptyIsOverdue) {
+  const uint64_t births[] = {0x10, 0x12, 0x12, 0x13, 0x14};
+  for (uint32_t k = 0; k < 5; ++k) EXPECT_FALSE(both({10, k, 12, births[k]}).deviated_now) << "event " << k;
+  EXPECT_TRUE(both({10, 5, 12, 0x15}).deviated_now);  // 0x11's place (event 1) is 4 events overdue
+}
+
 TEST(MatchTag, AStepLocalTagAnywhereOrNothingExpectedAtTheEvent) {
   const std::vector<uint64_t> expected = {0x10, 0, 0x12, 0x13, derived_tag(0x77)};
-  const auto step_local = [](uint64_t t) { return t == 0x10 || t == 0x12 || t == 0x13 || t == derived_tag(0x77); };
-  EXPECT_TRUE(match_tag(expected, 0, 0x10, step_local).expected);
-  EXPECT_TRUE(match_tag(expected, 1, 0x999, step_local).expected);  // the profile had no step-local birth there
-  EXPECT_TRUE(match_tag(expected, 3, 0x10, step_local).expected);   // elsewhere in the step
-  EXPECT_FALSE(match_tag(expected, 2, 0x999, step_local).expected);
-  EXPECT_FALSE(match_tag(expected, 5, 0x10, step_local).expected);  // past the period
+  const auto position_of = [&](uint64_t t) {
+    for (uint32_t k = 0; k < expected.size(); ++k)
+      if (expected[k] == t) return k;
+    return kNoPosition;
+  };
+  EXPECT_EQ(match_tag(expected, 0, 0x10, position_of).position, 0u);
+  EXPECT_TRUE(match_tag(expected, 1, 0x999, position_of).expected);  // the profile had no step-local birth there
+  EXPECT_EQ(match_tag(expected, 1, 0x999, position_of).position, kNoPosition);
+  EXPECT_EQ(match_tag(expected, 3, 0x10, position_of).position, 0u);  // elsewhere in the step
+  EXPECT_FALSE(match_tag(expected, 2, 0x999, position_of).expected);
+  EXPECT_FALSE(match_tag(expected, 5, 0x10, position_of).expected);  // past the period
   // A step-local twin of a persistent object (0x77) is known by its derived tag, at its event or elsewhere.
-  EXPECT_EQ(match_tag(expected, 4, 0x77, step_local).tag, derived_tag(0x77));
-  EXPECT_EQ(match_tag(expected, 2, 0x77, step_local).tag, derived_tag(0x77));
-  EXPECT_TRUE(match_tag(expected, 2, 0x77, step_local).expected);
+  EXPECT_EQ(match_tag(expected, 4, 0x77, position_of).tag, derived_tag(0x77));
+  EXPECT_EQ(match_tag(expected, 2, 0x77, position_of).tag, derived_tag(0x77));
+  EXPECT_EQ(match_tag(expected, 2, 0x77, position_of).position, 4u);
+}
+
+TEST(BirthOrder, ABirthUpToTheWindowLateFollowsAndOneMoreOverdueLeaves) {
+  const std::vector<uint64_t> expected(64, 1);  // a step-local birth at every event
+  BirthOrder order;
+  order.resize(64);
+  ASSERT_EQ(order_window(64), 4u);
+  // Births 1-4 come one event early, then birth 0, 4 events late: the step follows.
+  for (uint32_t k = 0; k < 4; ++k) EXPECT_TRUE(order.on_birth(expected, k, k + 1)) << "event " << k;
+  EXPECT_TRUE(order.on_birth(expected, 4, 0));
+  EXPECT_TRUE(order.on_birth(expected, 5, 5));
+  // The same, but birth 5 comes at event 4 while birth 0 is still missing: 4 events overdue.
+  order.reset();
+  for (uint32_t k = 0; k < 4; ++k) EXPECT_TRUE(order.on_birth(expected, k, k + 1)) << "event " << k;
+  EXPECT_FALSE(order.on_birth(expected, 4, 5));
 }
 
 }  // namespace

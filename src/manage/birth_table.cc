@@ -30,20 +30,22 @@ void BirthTable::build(const CompiledPlan& plan, int64_t first_step) {
   }
 }
 
-uint32_t BirthTable::position_of(uint64_t tag) const noexcept {
-  if (slots_.empty() || tag == 0) return kNoPosition;
+const BirthTable::Slot* BirthTable::find(uint64_t tag) const noexcept {
+  if (slots_.empty() || tag == 0) return nullptr;
   for (uint64_t i = mix(tag) & mask_;; i = (i + 1) & mask_) {
-    if (slots_[i].tag == tag) return slots_[i].position;
-    if (slots_[i].tag == 0) return kNoPosition;
+    if (slots_[i].tag == tag) return &slots_[i];
+    if (slots_[i].tag == 0) return nullptr;
   }
 }
 
+uint32_t BirthTable::position_of(uint64_t tag) const noexcept {
+  const Slot* s = find(tag);
+  return s != nullptr ? s->position : kNoPosition;
+}
+
 BirthWant BirthTable::lookup(uint64_t tag) const noexcept {
-  if (slots_.empty() || tag == 0) return BirthWant::kFirstTouch;
-  for (uint64_t i = mix(tag) & mask_;; i = (i + 1) & mask_) {
-    if (slots_[i].tag == tag) return slots_[i].want;
-    if (slots_[i].tag == 0) return BirthWant::kFirstTouch;
-  }
+  const Slot* s = find(tag);
+  return s != nullptr ? s->want : BirthWant::kFirstTouch;
 }
 
 BirthDecision BirthGate::decide(int64_t step, uint32_t event, uint32_t period, uint64_t tag) noexcept {

@@ -12,7 +12,8 @@
 // its moves too (step_starts_on_plan, event_leaves_plan in compiled_plan.h). Every birth of a step after it
 // left the plan, and of a step that started under another period, is first-touch.
 //
-// Thread safety: BirthTable is immutable after build(). BirthGate::decide must be serialised by the
+// Thread safety: BirthTable is immutable after build(), but for its BirthOrder, the gate's scratch record of
+// the current step's births, which only BirthGate::decide touches. BirthGate::decide must be serialised by the
 // caller (the runtime calls it under its step-clock lock), and the table current() returns must not be
 // used after that lock is released; publish() may be called from any thread.
 #pragma once
@@ -35,7 +36,6 @@ class BirthTable {
 
   uint32_t period() const noexcept { return period_; }
   int64_t first_step() const noexcept { return first_step_; }
-  uint64_t expected_tag(uint32_t event) const noexcept { return event < period_ ? expected_[event] : 0; }
   std::span<const uint64_t> expected_tags() const noexcept { return expected_; }
   // kFirstTouch for a tag the plan does not know.
   BirthWant lookup(uint64_t tag) const noexcept;
@@ -54,6 +54,7 @@ class BirthTable {
     BirthWant want = BirthWant::kFirstTouch;
     uint32_t position = kNoPosition;
   };
+  const Slot* find(uint64_t tag) const noexcept;  // nullptr for a tag the plan does not know
   uint32_t period_ = 0;
   int64_t first_step_ = 0;
   uint64_t mask_ = 0;

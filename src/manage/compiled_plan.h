@@ -75,7 +75,7 @@ inline uint64_t plan_tag(uint64_t tag, uint64_t expected) {
 // order_window(period) events after its place in the profile (BirthOrder); the births go by tag. A step
 // that lacks one of them (an odd batch whose first tensor is too small to be an object, so that every later
 // birth comes one event early) leaves the plan once that birth is overdue, as does a tag the plan does not
-// know or one born twice.
+// know.
 inline constexpr uint32_t kNoPosition = 0xffffffffu;
 inline uint32_t order_window(uint32_t period) { return period / 16 > 4 ? period / 16 : 4; }
 

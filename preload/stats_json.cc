@@ -61,6 +61,8 @@ void add_run(Json& j, const State& s) {
   j[key::kEmptyBirthBytesSlow] = c.empty_birth_bytes[1].load();
   j[key::kExtentBytesCarved] = heap.carved_bytes;
   j[key::kHeapPeakResidentBytes] = heap.peak_resident_bytes;
+  j[key::kCachedKeptBytes] = heap.cached_kept_bytes;
+  j[key::kKeptDroppedBytes] = heap.kept_dropped_bytes;
   j[key::kReservedBytes] = s.heap.reserved_bytes();
   j[key::kCallSiteCacheMisses] = s.sites.cache_misses();
   j[key::kDroppedLogMessages] = s.log.dropped();
@@ -110,6 +112,7 @@ void add_placement(Json& j, const State& s) {
   j[key::kParkedTailsDroppedBytes] = s.counters.parked_tails_dropped_bytes.load();
   j[key::kParkedTailsKept] = !s.drop_parked_tails.load();
   j[key::kFastBirthsPopulatedBytes] = s.counters.fast_births_populated_bytes.load();
+  j[key::kKeptBirthBytes] = s.counters.kept_birth_bytes.load();
   j[key::kFastTurnoverNs] = s.counters.fast_turnover_ns.load();
   const FaultCost paid = measured_turnover_cost();
   j[key::kFaultNsPerBytePaid] = paid.valid ? paid.ns_per_byte : 0.0;

@@ -60,8 +60,8 @@ void ObjectHeap::destroy() noexcept {
   size_ = 0;
 }
 
-uint32_t ObjectHeap::pop_list_locked(uint32_t cls, uint8_t pool, int resident, uint64_t align) noexcept {
-  uint32_t& head = cache_head_[cls][pool][resident];
+uint32_t ObjectHeap::pop_list_locked(uint32_t cls, uint8_t pool, int list, uint64_t align) noexcept {
+  uint32_t& head = cache_head_[cls][pool][list];
   if (head == 0) return kNoSlot;
   const uint32_t slot = head - 1;
   ObjectRecord& r = records_[slot];
@@ -69,14 +69,16 @@ uint32_t ObjectHeap::pop_list_locked(uint32_t cls, uint8_t pool, int resident, u
   __atomic_store_n(&head, r.next_cached == kNoSlot ? 0 : r.next_cached + 1, __ATOMIC_RELAXED);
   stats_.cached_bytes -= r.extent_bytes;
   if (r.resident) stats_.cached_resident_bytes -= r.extent_bytes;
+  if (r.pages_kept) stats_.cached_kept_bytes -= r.extent_bytes;
   ++stats_.extents_reused;
   return slot;
 }
 
 uint32_t ObjectHeap::pop_cached_locked(uint32_t cls, uint8_t pool, uint64_t align, bool zero_first) noexcept {
-  for (int k = 0; k < 2; ++k) {
-    const int resident = zero_first ? k : 1 - k;  // [1]: resident pages, [0]: returned
-    const uint32_t slot = pop_list_locked(cls, pool, resident, align);
+  // Kept pages fault nothing in but read as their last object left them; returned ones read as zeros.
+  static constexpr int kOrder[2][3] = {{kResident, kKept, kReturned}, {kReturned, kKept, kResident}};
+  for (const int list : kOrder[zero_first ? 1 : 0]) {
+    const uint32_t slot = pop_list_locked(cls, pool, list, align);
     if (slot != kNoSlot) return slot;
   }
   return kNoSlot;
@@ -84,10 +86,10 @@ uint32_t ObjectHeap::pop_cached_locked(uint32_t cls, uint8_t pool, uint64_t alig
 
 uint32_t ObjectHeap::pop_other_pool_locked(uint32_t cls, uint8_t pool, uint64_t align) noexcept {
   // Returned extents first: taking one costs the other pool nothing it could reuse without faults.
-  for (int resident = 0; resident < 2; ++resident) {
+  for (const int list : {kReturned, kKept, kResident}) {
     for (uint8_t other = 0; other < kMaxPools; ++other) {
       if (other == pool) continue;
-      const uint32_t slot = pop_list_locked(cls, other, resident, align);
+      const uint32_t slot = pop_list_locked(cls, other, list, align);
       if (slot != kNoSlot) {
         ++stats_.extents_from_other_pool;
         return slot;
@@ -99,11 +101,12 @@ uint32_t ObjectHeap::pop_other_pool_locked(uint32_t cls, uint8_t pool, uint64_t 
 
 void ObjectHeap::push_cached_locked(uint32_t slot) noexcept {
   ObjectRecord& r = records_[slot];
-  uint32_t& head = cache_head_[r.size_class][r.pool.load(std::memory_order_relaxed)][r.resident ? 1 : 0];
+  uint32_t& head = cache_head_[r.size_class][r.pool.load(std::memory_order_relaxed)][list_of(r)];
   r.next_cached = head == 0 ? kNoSlot : head - 1;
   __atomic_store_n(&head, slot + 1, __ATOMIC_RELAXED);  // take_resident() peeks without the lock
   stats_.cached_bytes += r.extent_bytes;
   if (r.resident) stats_.cached_resident_bytes += r.extent_bytes;
+  if (r.pages_kept) stats_.cached_kept_bytes += r.extent_bytes;
 }
 
 uint32_t ObjectHeap::carve_locked(uint32_t cls, uint64_t align, uintptr_t* start) noexcept {
@@ -136,14 +139,16 @@ bool ObjectHeap::request_class(uint64_t size, uint64_t* align, uint8_t pool, uin
 }
 
 uint32_t ObjectHeap::allocate(uint64_t size, uint64_t align, uint8_t pool, bool* zeroed, bool zero_first,
-                              uint8_t* taken_from, bool* taken_resident) noexcept {
+                              uint8_t* taken_from, bool* taken_resident, bool* kept) noexcept {
   if (taken_from != nullptr) *taken_from = kMaxPools;
+  if (kept != nullptr) *kept = false;
   uint32_t cls;
   if (!request_class(size, &align, pool, &cls)) return kNoSlot;
   uint32_t slot;
   uintptr_t start = 0;
   bool fresh = false;
   bool other_pool = false;
+  uint64_t kept_excess = 0;
   {
     SpinGuard guard(lock_);
     slot = pop_cached_locked(cls, pool, align, zero_first);
@@ -159,9 +164,13 @@ uint32_t ObjectHeap::allocate(uint64_t size, uint64_t align, uint8_t pool, bool*
       }
       fresh = true;
     }
-    const uint64_t resident = stats_.resident_bytes();
+    const uint64_t unkept = stats_.resident_bytes() - stats_.cached_kept_bytes;
+    if (unkept > stats_.peak_unkept_resident_bytes) stats_.peak_unkept_resident_bytes = unkept;
+    kept_excess = kept_excess_locked();
+    const uint64_t resident = stats_.resident_bytes() - kept_excess;  // what it holds once they are dropped
     if (resident > stats_.peak_resident_bytes) stats_.peak_resident_bytes = resident;
   }
+  if (kept_excess > 0) drop_kept(kept_excess);
   ObjectRecord& r = records_[slot];
   if (other_pool) {
     // Out of every list, so only this thread reaches it. Its pages sit on the other pool's node: return
@@ -173,8 +182,10 @@ uint32_t ObjectHeap::allocate(uint64_t size, uint64_t align, uint8_t pool, bool*
     }
     r.pool.store(pool, std::memory_order_relaxed);
   }
-  *zeroed = fresh || !r.resident;
+  *zeroed = fresh || (!r.resident && !r.pages_kept);
+  if (kept != nullptr) *kept = !fresh && r.pages_kept;
   r.resident = true;
+  r.pages_kept = false;
   if (fresh) {
     r.start = start;
     r.extent_bytes = class_pages(cls) * kPageSize;
@@ -253,6 +264,15 @@ bool ObjectHeap::release(uint32_t slot, bool drop_pages) noexcept {
   r.size = 0;
   r.state.store(ExtentState::kCached, std::memory_order_release);
   if (!drop_pages) {
+    // Pages the books had returned already go first: dropping them costs no reuse the books count on.
+    uint64_t excess = 0;
+    {
+      SpinGuard guard(lock_);
+      excess = kept_excess_locked();
+    }
+    if (excess > 0) drop_kept(excess);
+  }
+  if (!drop_pages) {
     // One lock round trip when nothing is trimmed (the common case): the extent goes straight to the cache.
     SpinGuard guard(lock_);
     // The extent still counts as live here, so caching it resident would not change resident_bytes().
@@ -274,7 +294,53 @@ bool ObjectHeap::release(uint32_t slot, bool drop_pages) noexcept {
   return r.resident;
 }
 
-uint64_t ObjectHeap::trim_cached(uint8_t pool, uint64_t bytes) noexcept {
+uint64_t ObjectHeap::kept_excess_locked() const noexcept {
+  if (stats_.cached_kept_bytes == 0) return 0;
+  const uint64_t limit = resident_limit_.load(std::memory_order_relaxed);
+  const uint64_t ceiling = stats_.peak_unkept_resident_bytes < limit ? stats_.peak_unkept_resident_bytes : limit;
+  const uint64_t resident = stats_.resident_bytes();
+  return resident > ceiling ? resident - ceiling : 0;
+}
+
+void ObjectHeap::drop_kept(uint64_t bytes) noexcept {
+  uint32_t taken = kNoSlot;
+  uint64_t taken_bytes = 0;
+  {
+    SpinGuard guard(lock_);
+    for (uint32_t cls = kNumSizeClasses; cls-- > 0 && taken_bytes < bytes;) {
+      for (uint8_t pool = 0; pool < kMaxPools && taken_bytes < bytes; ++pool) {
+        uint32_t& head = cache_head_[cls][pool][kKept];
+        while (head != 0 && taken_bytes < bytes) {
+          const uint32_t slot = head - 1;
+          ObjectRecord& r = records_[slot];
+          __atomic_store_n(&head, r.next_cached == kNoSlot ? 0 : r.next_cached + 1, __ATOMIC_RELAXED);
+          stats_.cached_bytes -= r.extent_bytes;
+          stats_.cached_kept_bytes -= r.extent_bytes;
+          r.next_cached = taken;
+          taken = slot;
+          taken_bytes += r.extent_bytes;
+        }
+      }
+    }
+  }
+  uint64_t dropped = 0;
+  for (uint32_t slot = taken; slot != kNoSlot; slot = records_[slot].next_cached) {
+    ObjectRecord& r = records_[slot];
+    if (os::madvise(reinterpret_cast<void*>(r.start), r.extent_bytes, MADV_DONTNEED) == 0) {
+      r.pages_kept = false;
+      dropped += r.extent_bytes;
+    }
+  }
+  SpinGuard guard(lock_);
+  stats_.kept_dropped_bytes += dropped;
+  while (taken != kNoSlot) {
+    const uint32_t slot = taken;
+    taken = records_[slot].next_cached;
+    push_cached_locked(slot);
+  }
+}
+
+uint64_t ObjectHeap::trim_cached(uint8_t pool, uint64_t bytes, bool keep_pages) noexcept {
   if (pool >= kMaxPools || bytes == 0) return 0;
   // Take resident extents out of the cache (chained through next_cached), so no allocation can hand one
   // out while its pages are being dropped.
@@ -310,8 +376,9 @@ uint64_t ObjectHeap::trim_cached(uint8_t pool, uint64_t bytes) noexcept {
   uint64_t dropped = 0;
   for (uint32_t slot = taken; slot != kNoSlot; slot = records_[slot].next_cached) {
     ObjectRecord& r = records_[slot];
-    if (os::madvise(reinterpret_cast<void*>(r.start), r.extent_bytes, MADV_DONTNEED) == 0) {
+    if (keep_pages || os::madvise(reinterpret_cast<void*>(r.start), r.extent_bytes, MADV_DONTNEED) == 0) {
       r.resident = false;
+      r.pages_kept = keep_pages;
       dropped += r.charge;
     }
   }

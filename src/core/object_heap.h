@@ -19,9 +19,11 @@
 // A birth may also take a resident cached extent of a larger class through take_resident() (the runtime
 // does, up to twice its class, before it carves: preload/runtime.cc, place_extent); the extent keeps its
 // class, and the object's share of it is its record's charge.
-// Each (size class, pool) keeps two lists, extents whose pages are resident and extents whose pages were
-// returned: allocation takes a resident one first (no page faults), and trim_cached() can return a
-// pool's resident pages without walking past returned ones.
+// Each (size class, pool) keeps three lists: extents whose pages are resident, extents whose pages were
+// returned, and (dry runs only) extents the books count as returned whose pages were kept: allocation takes
+// a resident one first (no page faults), then a kept one (no page faults either), and trim_cached() can return
+// a pool's resident pages without walking past returned ones. Kept pages count as resident for the limit
+// below, never hold the heap above the most it held without them (they are returned for real first).
 //
 // Every extent has a record in a fixed table, handed out in order as extents are carved and never given
 // back: a cached extent keeps its record, and reusing the extent reuses it. A page index maps an extent's
@@ -106,6 +108,10 @@ struct ObjectRecord {
   std::atomic<uint8_t> pool{0};
   std::atomic<ExtentState> state{ExtentState::kUnused};
   bool resident = false;          // pages may be backed (false after MADV_DONTNEED)
+  // Dry runs (trim_cached with keep_pages): the books returned the extent's pages (resident is false, a
+  // tiered machine would fault them in again) but they are still mapped, with their old contents, since the
+  // fast node's capacity exists only in the books. Cleared when the extent is handed out or really dropped.
+  bool pages_kept = false;
   // A slow object in the extent of a larger class: its pages past the charge may be resident (the runtime
   // keeps them at the birth and drops them before a move to the fast node). false at each birth.
   bool slow_tail = false;
@@ -123,8 +129,16 @@ struct HeapStats {
   uint64_t carved_bytes = 0;
   uint64_t cached_bytes = 0;
   uint64_t cached_resident_bytes = 0;
-  // Live extents count as resident (their pages are the object's); cached ones as `resident` says.
-  uint64_t resident_bytes() const noexcept { return carved_bytes - cached_bytes + cached_resident_bytes; }
+  uint64_t cached_kept_bytes = 0;  // cached extents whose pages the books returned and a dry run kept
+  uint64_t kept_dropped_bytes = 0;  // kept pages returned for real (kept_excess_locked)
+  // The most the heap held resident without its kept pages, taken after each allocation: what it would hold
+  // had every page the books returned been returned for real. Kept pages never raise the heap above it.
+  uint64_t peak_unkept_resident_bytes = 0;
+  // Live extents count as resident (their pages are the object's); cached ones as `resident` and
+  // `pages_kept` say.
+  uint64_t resident_bytes() const noexcept {
+    return carved_bytes - cached_bytes + cached_resident_bytes + cached_kept_bytes;
+  }
   // The most resident_bytes() has been, taken after each allocation: the heap's share of the process's
   // peak RSS; above peak_object_bytes, what the caches held at that moment.
   uint64_t peak_resident_bytes = 0;
@@ -158,9 +172,12 @@ class ObjectHeap {
   // returned one before a resident one), its pages returned to the kernel, and it joins `pool`;
   // *taken_from (when given) is then set to the pool it came from and *taken_resident to whether its
   // pages were resident (a parked fast extent's bytes must leave the budget); otherwise *taken_from is
-  // kMaxPools. The caller binds the extent to its new pool's node before first touch.
+  // kMaxPools. The caller binds the extent to its new pool's node before first touch. *kept (when given)
+  // tells whether the extent's pages were kept though the books had returned them (trim_cached with
+  // keep_pages): the caller books the faults a tiered machine would take (*zeroed is false: they hold
+  // an earlier object's bytes).
   uint32_t allocate(uint64_t size, uint64_t align, uint8_t pool, bool* zeroed, bool zero_first = false,
-                    uint8_t* taken_from = nullptr, bool* taken_resident = nullptr) noexcept;
+                    uint8_t* taken_from = nullptr, bool* taken_resident = nullptr, bool* kept = nullptr) noexcept;
 
   // A cached extent of `pool` with resident pages for `size` bytes: of the request's class, or failing
   // that of the smallest larger class whose extents are at most `max_extent_bytes` (reusing resident
@@ -181,7 +198,8 @@ class ObjectHeap {
   uint32_t slot_of(const void* p) const noexcept;
 
   // Returns a live extent to its pool's cache. May call madvise (without holding the lock). With
-  // `drop_pages` the extent's pages are returned to the kernel whatever the cache holds. Returns whether
+  // `drop_pages` the extent's pages are returned to the kernel whatever the cache holds. Over the limit,
+  // kept pages (dry runs) are returned first, then the extent's own. Returns whether
   // the cached extent's pages are still resident (false when dropped here, by request or by the cache
   // limit, or already before).
   bool release(uint32_t slot, bool drop_pages = false) noexcept;
@@ -190,8 +208,11 @@ class ObjectHeap {
   // dropped or none is left: one extent of the smallest class that covers `bytes` if there is one, else
   // the largest classes first. Returns the charges (ObjectRecord::charge) of the extents whose pages
   // were dropped. The extents stay cached (as returned ones). Holds the lock only to take extents out of
-  // and back into the cache.
-  uint64_t trim_cached(uint8_t pool, uint64_t bytes) noexcept;
+  // and back into the cache. With `keep_pages` (a dry run, where the fast node's capacity is a book) the
+  // extents are returned in the books only: they join the kept lists, their pages stay mapped, and the next
+  // object of their class reuses them without faults (a tiered machine would fault them in: the caller books
+  // that).
+  uint64_t trim_cached(uint8_t pool, uint64_t bytes, bool keep_pages = false) noexcept;
 
   ObjectRecord& record(uint32_t slot) noexcept { return records_[slot]; }
   const ObjectRecord& record(uint32_t slot) const noexcept { return records_[slot]; }
@@ -214,7 +235,7 @@ class ObjectHeap {
   // 2 MiB, raised to a page); false for an invalid one.
   bool request_class(uint64_t size, uint64_t* align, uint8_t pool, uint32_t* cls) const noexcept;
   uint32_t pop_cached_locked(uint32_t cls, uint8_t pool, uint64_t align, bool zero_first) noexcept;
-  uint32_t pop_list_locked(uint32_t cls, uint8_t pool, int resident, uint64_t align) noexcept;
+  uint32_t pop_list_locked(uint32_t cls, uint8_t pool, int list, uint64_t align) noexcept;
   uint32_t pop_other_pool_locked(uint32_t cls, uint8_t pool, uint64_t align) noexcept;
   // One past the last class from `cls` up whose extents are at most `max_extent_bytes` (`cls` counts).
   static uint32_t classes_end(uint32_t cls, uint64_t max_extent_bytes) noexcept;
@@ -222,6 +243,13 @@ class ObjectHeap {
   void begin_life(uint32_t slot, uint64_t size) noexcept;
   void push_cached_locked(uint32_t slot) noexcept;
   uint32_t carve_locked(uint32_t cls, uint64_t align, uintptr_t* start) noexcept;
+  // Kept pages (dry runs) the heap must return for real: those that hold it above the limit, or above the
+  // most it held without them (peak_unkept_resident_bytes): keeping them saves faults the books count, and
+  // must not cost the process memory that returning them for real would not have cost.
+  uint64_t kept_excess_locked() const noexcept;
+  // Returns kept pages to the kernel, largest classes first, until `bytes` are dropped or none is left; the
+  // extents join the returned lists. Takes the lock only around the lists.
+  void drop_kept(uint64_t bytes) noexcept;
 
   uintptr_t base_ = 0;
   uint64_t size_ = 0;
@@ -235,8 +263,10 @@ class ObjectHeap {
   mutable SpinLock lock_;
   uintptr_t low_ = 0;   // next free address for small extents (grows up)
   uintptr_t high_ = 0;  // end of free space for huge extents (grows down)
-  // Slot + 1 of each cache list's first extent, 0 when empty; [.][.][1]: resident pages, [0]: returned.
-  uint32_t cache_head_[kNumSizeClasses][kMaxPools][2] = {};
+  // Slot + 1 of each cache list's first extent, 0 when empty; the lists as list_of() names them.
+  static constexpr int kReturned = 0, kResident = 1, kKept = 2;
+  static int list_of(const ObjectRecord& r) noexcept { return r.resident ? kResident : r.pages_kept ? kKept : kReturned; }
+  uint32_t cache_head_[kNumSizeClasses][kMaxPools][3] = {};
   HeapStats stats_;
   std::atomic<uint64_t> resident_limit_{64ull << 20};
 };

@@ -98,6 +98,12 @@ inline constexpr const char kParkedTailsDroppedBytes[] = "parked_tails_dropped_b
 inline constexpr const char kParkedTailsKept[] = "parked_tails_kept";
 // Fast births under a budget whose pages were faulted in with one call (preload/runtime.cc, populate_birth).
 inline constexpr const char kFastBirthsPopulatedBytes[] = "fast_births_populated_bytes";
+// Dry runs: births into extents whose pages the books returned for room and the dry run kept (their faults are
+// booked, in empty_birth_bytes_*), the kept pages cached at exit, and kept pages returned for real over the
+// heap's resident limit (core/object_heap.h).
+inline constexpr const char kKeptBirthBytes[] = "kept_birth_bytes";
+inline constexpr const char kCachedKeptBytes[] = "cached_kept_bytes";
+inline constexpr const char kKeptDroppedBytes[] = "kept_dropped_bytes";
 // Time the program's threads spent dropping parked fast pages and faulting fast births in (runtime.cc).
 inline constexpr const char kFastTurnoverNs[] = "fast_turnover_ns";
 inline constexpr const char kBindFailures[] = "bind_failures";
@@ -182,7 +188,7 @@ inline constexpr const char kProfileSource[] = "profile_source";
 inline constexpr const char kPlansFromLocalRank0Profile[] = "plans_from_local_rank0_profile";
 inline constexpr const char kMode[] = "mode";
 
-inline constexpr std::array<std::string_view, 142> kAll = {
+inline constexpr std::array<std::string_view, 145> kAll = {
     kPid,
     kRank,
     kForkedChildren,
@@ -253,6 +259,9 @@ inline constexpr std::array<std::string_view, 142> kAll = {
     kParkedTailsDroppedBytes,
     kParkedTailsKept,
     kFastBirthsPopulatedBytes,
+    kKeptBirthBytes,
+    kCachedKeptBytes,
+    kKeptDroppedBytes,
     kFastTurnoverNs,
     kBindFailures,
     kRebindsMoving,

@@ -218,3 +218,30 @@ TEST(ParkedRoom, TheTimeSpentTurningFastPagesOverPricesAByteFaultedIn) {
   EXPECT_GT(get(few, "fast_turnover_ns"), 0u);
   EXPECT_EQ(few.at("fault_ns_per_byte_paid").get<double>(), 0.0);
 }
+
+// A dry run returns parked pages for room in the books only (preload/runtime.cc, make_fast_room): the fast
+// node's capacity is a book there, as the slow node is. Budget 4 MiB: objects 0 (3 MiB) and 1 (512 KiB) fast,
+// 2 (1 MiB) slow; 2 and 1 freed (1 parked). Object 3 (1 MiB) needs room: 1's parked extent is returned in the
+// books, and 3 takes 2's slow extent. Object 0 freed, object 4 (512 KiB, not written) needs room again: 0's
+// parked extent is returned in the books, and 4 takes 1's extent with every page still there, booked as
+// faulted in (the library before returned them for real: object 4 read zeros, and was populated). Object 5
+// (3 MiB, calloc) goes slow into 0's kept extent and reads as zeros.
+TEST(ParkedRoom, ADryRunReturnsParkedPagesForRoomInTheBooksOnly) {
+  std::string out;
+  const nlohmann::json j = run_script("a0=3M a1=512K a2=1M f2 f1 a3=1M f0 b4=512K v4 c5=3M", "4M", &out);
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(get(j, "extents_trimmed"), 2u) << j.dump(1);
+  EXPECT_EQ(get(j, "parked_fast_trimmed_bytes"), 3 * kMiB + 512 * kKiB) << j.dump(1);
+  EXPECT_NE(out.find("value 4 2"), std::string::npos) << out;  // 1's pages and bytes (a1 wrote 2s), kept
+  EXPECT_EQ(get(j, "kept_birth_bytes"), 512 * kKiB) << j.dump(1);
+  // Booked as a tiered machine takes them: object 4's pages count as faulted in; only 0, 1 and 3 were.
+  EXPECT_EQ(get(j, "empty_birth_bytes_fast"), 5 * kMiB) << j.dump(1);
+  EXPECT_EQ(get(j, "fast_births_populated_bytes"), 4 * kMiB + 512 * kKiB) << j.dump(1);
+  EXPECT_EQ(get(j, "empty_birth_bytes_slow"), 4 * kMiB) << j.dump(1);
+  EXPECT_EQ(get(j, "forced_slow_allocations"), 2u) << j.dump(1);
+  // The kept pages never held the heap above its peak, and the books balance.
+  EXPECT_EQ(get(j, "heap_peak_resident_bytes"), 4 * kMiB + 512 * kKiB) << j.dump(1);
+  EXPECT_LE(get(j, "peak_fast_bytes"), 4 * kMiB) << j.dump(1);
+  EXPECT_EQ(get(j, "fast_live_bytes_at_exit"), 0u) << j.dump(1);
+  EXPECT_EQ(get(j, "placer_release_errors"), 0u) << j.dump(1);
+}

@@ -1,0 +1,163 @@
+// Kept pages (dry runs): trim_cached(..., keep_pages) returns a cached extent's pages in the books only.
+// The extent must come back without faults and with its bytes as they were (so it is never reported zeroed),
+// count as resident for the heap's limit, and be the first to lose its pages for real over that limit.
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "core/object_heap.h"
+
+namespace sentinel {
+namespace {
+
+class KeptPagesTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(heap_.init(4ull << 30, 1u << 16)); }
+  void TearDown() override { heap_.destroy(); }
+  // A live extent of `size` bytes in pool 0 whose pages all hold `fill`.
+  uint32_t live_filled(uint64_t size, unsigned char fill) {
+    bool zeroed = false;
+    const uint32_t slot = heap_.allocate(size, kPageSize, 0, &zeroed);
+    EXPECT_NE(slot, kNoSlot);
+    std::memset(reinterpret_cast<void*>(heap_.record(slot).start), fill, heap_.record(slot).extent_bytes);
+    return slot;
+  }
+  // The same, cached with its pages resident.
+  uint32_t cached_filled(uint64_t size, unsigned char fill) {
+    const uint32_t slot = live_filled(size, fill);
+    EXPECT_TRUE(heap_.release(slot));
+    return slot;
+  }
+  // Pages of the extent mapped in the process (mincore).
+  uint64_t pages_in_core(uint32_t slot) {
+    const ObjectRecord& r = heap_.record(slot);
+    unsigned char vec[1024] = {};
+    const uint64_t pages = r.extent_bytes / kPageSize;
+    EXPECT_LE(pages, sizeof vec);
+    EXPECT_EQ(mincore(reinterpret_cast<void*>(r.start), r.extent_bytes, vec), 0);
+    uint64_t n = 0;
+    for (uint64_t i = 0; i < pages; ++i) n += vec[i] & 1;
+    return n;
+  }
+  ObjectHeap heap_;
+};
+
+TEST_F(KeptPagesTest, TheBooksReturnTheExtentAndTheNextBirthOfItsClassFindsItsPages) {
+  const uint32_t a = cached_filled(100000, 0xab);
+  const uint64_t extent = heap_.record(a).extent_bytes;
+  EXPECT_EQ(heap_.trim_cached(0, 1, /*keep_pages=*/true), heap_.record(a).charge);
+  HeapStats st = heap_.stats();
+  EXPECT_EQ(st.cached_resident_bytes, 0u) << "the books returned it";
+  EXPECT_EQ(st.cached_kept_bytes, extent);
+  EXPECT_EQ(st.resident_bytes(), extent) << "its pages still count against the limit";
+  EXPECT_EQ(st.extents_trimmed, 1u);
+  EXPECT_EQ(pages_in_core(a), extent / kPageSize) << "nothing was dropped";
+  EXPECT_EQ(heap_.take_resident(100000, kPageSize, 0, 2 * extent), kNoSlot) << "kept is not parked";
+
+  bool zeroed = true, kept = false;
+  uint8_t from = 0;
+  bool from_resident = true;
+  const uint32_t b = heap_.allocate(100000, kPageSize, 0, &zeroed, false, &from, &from_resident, &kept);
+  EXPECT_EQ(b, a);
+  EXPECT_TRUE(kept);
+  EXPECT_FALSE(zeroed) << "it holds the last object's bytes";
+  EXPECT_EQ(from, kMaxPools);
+  EXPECT_EQ(reinterpret_cast<const unsigned char*>(heap_.record(b).start)[4096], 0xab);
+  st = heap_.stats();
+  EXPECT_EQ(st.cached_kept_bytes, 0u);
+  EXPECT_EQ(st.resident_bytes(), extent);
+  // Its next life is an ordinary resident one.
+  EXPECT_TRUE(heap_.release(b));
+  EXPECT_EQ(heap_.stats().cached_resident_bytes, extent);
+  EXPECT_FALSE(heap_.record(b).pages_kept);
+}
+
+TEST_F(KeptPagesTest, ZeroFirstPrefersReturnedPagesAndResidentOnesComeBeforeKeptOnes) {
+  const uint32_t kept_slot = live_filled(100000, 1), returned_slot = live_filled(100000, 2),
+                 resident_slot = live_filled(100000, 3);
+  EXPECT_TRUE(heap_.release(kept_slot));
+  EXPECT_GT(heap_.trim_cached(0, 1, true), 0u);
+  EXPECT_TRUE(heap_.release(returned_slot));
+  EXPECT_GT(heap_.trim_cached(0, 1, false), 0u);
+  EXPECT_TRUE(heap_.release(resident_slot));
+
+  bool zeroed = false, kept = true;
+  uint32_t s = heap_.allocate(100000, kPageSize, 0, &zeroed, /*zero_first=*/true, nullptr, nullptr, &kept);
+  EXPECT_EQ(s, returned_slot);
+  EXPECT_TRUE(zeroed);
+  EXPECT_FALSE(kept);
+  s = heap_.allocate(100000, kPageSize, 0, &zeroed, false, nullptr, nullptr, &kept);
+  EXPECT_EQ(s, resident_slot);
+  EXPECT_FALSE(kept);
+  s = heap_.allocate(100000, kPageSize, 0, &zeroed, false, nullptr, nullptr, &kept);
+  EXPECT_EQ(s, kept_slot);
+  EXPECT_TRUE(kept);
+  EXPECT_FALSE(zeroed);
+}
+
+TEST_F(KeptPagesTest, AReleaseOverTheLimitDropsKeptPagesBeforeItsOwn) {
+  const uint32_t a = live_filled(100000, 7), b = live_filled(300000, 8);
+  const uint64_t a_extent = heap_.record(a).extent_bytes, b_extent = heap_.record(b).extent_bytes;
+  EXPECT_TRUE(heap_.release(a));
+  EXPECT_GT(heap_.trim_cached(0, 1, true), 0u);
+  heap_.set_resident_limit(b_extent);
+  EXPECT_TRUE(heap_.release(b)) << "the kept pages went, the freed extent keeps its own";
+  const HeapStats st = heap_.stats();
+  EXPECT_EQ(st.kept_dropped_bytes, a_extent);
+  EXPECT_EQ(st.cached_kept_bytes, 0u);
+  EXPECT_EQ(st.cached_resident_bytes, b_extent);
+  EXPECT_EQ(pages_in_core(a), 0u);
+  // Returned for real now: the next birth of its class reads zeros and is not a kept one.
+  bool zeroed = false, kept = true;
+  const uint32_t c = heap_.allocate(100000, kPageSize, 0, &zeroed, false, nullptr, nullptr, &kept);
+  EXPECT_EQ(c, a);
+  EXPECT_TRUE(zeroed);
+  EXPECT_FALSE(kept);
+  EXPECT_EQ(reinterpret_cast<const unsigned char*>(heap_.record(c).start)[0], 0);
+}
+
+// Kept pages must not cost memory that returning them would not have: while the heap holds less than it ever
+// held without them they stay; a birth that would raise it above that returns them first.
+TEST_F(KeptPagesTest, KeptPagesNeverHoldTheHeapAboveTheMostItHeldWithoutThem) {
+  const uint32_t a = live_filled(100000, 7), b = live_filled(300000, 8);
+  const uint64_t a_extent = heap_.record(a).extent_bytes, b_extent = heap_.record(b).extent_bytes;
+  EXPECT_TRUE(heap_.release(a));
+  EXPECT_GT(heap_.trim_cached(0, 1, true), 0u);
+  EXPECT_TRUE(heap_.release(b));
+  EXPECT_EQ(heap_.stats().peak_unkept_resident_bytes, a_extent + b_extent);
+  EXPECT_EQ(heap_.stats().kept_dropped_bytes, 0u) << "the heap holds no more than at its peak";
+  EXPECT_EQ(pages_in_core(a), a_extent / kPageSize);
+  // A third class, carved, beside b's cached pages: a's kept pages go rather than raise the heap's peak.
+  bool zeroed = false;
+  const uint32_t c = heap_.allocate(600000, kPageSize, 0, &zeroed);
+  const uint64_t c_extent = heap_.record(c).extent_bytes;
+  ASSERT_GT(c_extent, a_extent);
+  const HeapStats st = heap_.stats();
+  EXPECT_EQ(st.kept_dropped_bytes, a_extent);
+  EXPECT_EQ(st.cached_kept_bytes, 0u);
+  EXPECT_EQ(st.resident_bytes(), b_extent + c_extent);
+  EXPECT_EQ(st.peak_resident_bytes, b_extent + c_extent) << "a's pages never counted at the peak";
+  EXPECT_EQ(pages_in_core(a), 0u);
+}
+
+TEST_F(KeptPagesTest, AnotherPoolTakesAKeptExtentAfterReturnedOnesAndBeforeResidentOnes) {
+  const uint32_t kept_slot = live_filled(100000, 1), resident_slot = live_filled(100000, 2);
+  EXPECT_TRUE(heap_.release(kept_slot));
+  EXPECT_GT(heap_.trim_cached(0, 1, true), 0u);
+  EXPECT_TRUE(heap_.release(resident_slot));
+  ASSERT_TRUE(heap_.record(kept_slot).pages_kept);
+  bool zeroed = true, kept = false, from_resident = true;
+  uint8_t from = kMaxPools;
+  const uint32_t s = heap_.allocate(100000, kPageSize, 1, &zeroed, false, &from, &from_resident, &kept);
+  EXPECT_EQ(s, kept_slot);
+  EXPECT_EQ(from, 0);
+  EXPECT_FALSE(from_resident) << "its bytes left the budget when the books returned it";
+  EXPECT_TRUE(kept);
+  EXPECT_EQ(heap_.record(s).pool.load(), 1);
+  EXPECT_EQ(heap_.stats().cached_resident_bytes, heap_.record(resident_slot).extent_bytes);
+}
+
+}  // namespace
+}  // namespace sentinel

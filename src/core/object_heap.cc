@@ -149,6 +149,7 @@ uint32_t ObjectHeap::allocate(uint64_t size, uint64_t align, uint8_t pool, bool*
   bool fresh = false;
   bool other_pool = false;
   uint64_t kept_excess = 0;
+  uint32_t donor = kNoSlot;
   {
     SpinGuard guard(lock_);
     slot = pop_cached_locked(cls, pool, align, zero_first);
@@ -164,11 +165,13 @@ uint32_t ObjectHeap::allocate(uint64_t size, uint64_t align, uint8_t pool, bool*
       }
       fresh = true;
     }
-    const uint64_t unkept = stats_.resident_bytes() - stats_.cached_kept_bytes;
-    if (unkept > stats_.peak_unkept_resident_bytes) stats_.peak_unkept_resident_bytes = unkept;
-    kept_excess = kept_excess_locked();
-    const uint64_t resident = stats_.resident_bytes() - kept_excess;  // what it holds once they are dropped
-    if (resident > stats_.peak_resident_bytes) stats_.peak_resident_bytes = resident;
+    // An extent whose pages must be faulted in takes those of a kept one (hand_over) when its pool has one
+    // of a larger class, up to twice its own. Not for calloc: those pages are not zeros.
+    const ObjectRecord& chosen = records_[slot];
+    if (!zero_first && (fresh || (!other_pool && !chosen.resident && !chosen.pages_kept))) {
+      donor = pop_donor_locked(cls, pool, 2 * class_pages(cls) * kPageSize);
+    }
+    if (donor == kNoSlot) kept_excess = note_allocation_locked();
   }
   if (kept_excess > 0) drop_kept(kept_excess);
   ObjectRecord& r = records_[slot];
@@ -200,8 +203,77 @@ uint32_t ObjectHeap::allocate(uint64_t size, uint64_t align, uint8_t pool, bool*
     // pointer is returned to the program.
     __atomic_store_n(&page_index_[(start - base_) / kPageSize], slot + 1, __ATOMIC_RELEASE);
   }
+  if (donor != kNoSlot) {
+    if (hand_over(r, donor)) {
+      *zeroed = false;
+      if (kept != nullptr) *kept = true;
+    }
+    {
+      SpinGuard guard(lock_);
+      kept_excess = note_allocation_locked();
+    }
+    if (kept_excess > 0) drop_kept(kept_excess);
+  }
   begin_life(slot, size);
   return slot;
+}
+
+uint64_t ObjectHeap::note_allocation_locked() noexcept {
+  const uint64_t unkept = stats_.resident_bytes() - stats_.cached_kept_bytes;
+  if (unkept > stats_.peak_unkept_resident_bytes) stats_.peak_unkept_resident_bytes = unkept;
+  const uint64_t excess = kept_excess_locked();
+  const uint64_t resident = stats_.resident_bytes() - excess;  // what it holds once they are dropped
+  if (resident > stats_.peak_resident_bytes) stats_.peak_resident_bytes = resident;
+  return excess;
+}
+
+uint32_t ObjectHeap::pop_donor_locked(uint32_t cls, uint8_t pool, uint64_t max_extent_bytes) noexcept {
+  const uint32_t end = classes_end(cls, max_extent_bytes);
+  for (uint32_t c = cls + 1; c < end; ++c) {
+    uint32_t& head = cache_head_[c][pool][kKept];
+    if (head == 0) continue;
+    const uint32_t slot = head - 1;
+    ObjectRecord& k = records_[slot];
+    __atomic_store_n(&head, k.next_cached == kNoSlot ? 0 : k.next_cached + 1, __ATOMIC_RELAXED);
+    stats_.cached_bytes -= k.extent_bytes;
+    stats_.cached_kept_bytes -= k.extent_bytes;
+    k.next_cached = kNoSlot;
+    return slot;
+  }
+  return kNoSlot;
+}
+
+bool ObjectHeap::hand_over(ObjectRecord& to, uint32_t donor) noexcept {
+  ObjectRecord& k = records_[donor];
+  const uint64_t bytes = to.extent_bytes;
+  void* from = reinterpret_cast<void*>(k.start);
+  // The first `bytes` of the donor's mapping, pages and all, replace the extent's (empty) mapping.
+  const bool moved = os::mremap(from, bytes, bytes, MREMAP_MAYMOVE | MREMAP_FIXED, reinterpret_cast<void*>(to.start)) !=
+                     MAP_FAILED;
+  bool restored = true;
+  if (moved) {
+    // The donor's range is unmapped there now: map it again, empty, with the advice its class has (the
+    // heap's range was mapped once, MADV_NOHUGEPAGE, init()), and return the pages past what moved.
+    restored = os::mmap(from, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,
+                        -1, 0) != MAP_FAILED;
+    if (restored) os::madvise(from, bytes, k.extent_bytes >= kHugePageSize ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+    if (k.extent_bytes > bytes) os::madvise(reinterpret_cast<char*>(from) + bytes, k.extent_bytes - bytes, MADV_DONTNEED);
+    k.resident = false;
+    k.pages_kept = false;
+    // Both ranges' memory policies changed hands with the mappings: each is bound afresh at its next birth.
+    k.bound_node_plus1.store(0, std::memory_order_relaxed);
+    to.bound_node_plus1.store(0, std::memory_order_relaxed);
+  }
+  SpinGuard guard(lock_);
+  if (moved) stats_.kept_handed_over_bytes += bytes;
+  if (restored) {
+    push_cached_locked(donor);  // kept again if nothing moved, returned if its pages did
+  } else {
+    // A hole in the heap's range: the extent is never handed out again (nothing else maps there).
+    ++stats_.extents_retired;
+    stats_.retired_bytes += k.extent_bytes;
+  }
+  return moved;
 }
 
 void ObjectHeap::begin_life(uint32_t slot, uint64_t size) noexcept {

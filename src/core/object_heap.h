@@ -23,7 +23,11 @@
 // returned, and (dry runs only) extents the books count as returned whose pages were kept: allocation takes
 // a resident one first (no page faults), then a kept one (no page faults either), and trim_cached() can return
 // a pool's resident pages without walking past returned ones. Kept pages count as resident for the limit
-// below, never hold the heap above the most it held without them (they are returned for real first).
+// below, never hold the heap above the most it held without them (they are returned for real first). An
+// allocation that would fault its pages in (a fresh or returned extent) takes those of a kept extent of a
+// larger class of its pool, up to twice its own, instead: mremap moves them into its range, and the kept
+// extent, mapped again empty, becomes a returned one (hand_over). So a kept page serves any class, not
+// only its own, as the kernel's free pages would on a tiered machine.
 //
 // Every extent has a record in a fixed table, handed out in order as extents are carved and never given
 // back: a cached extent keeps its record, and reusing the extent reuses it. A page index maps an extent's
@@ -134,10 +138,15 @@ struct HeapStats {
   // The most the heap held resident without its kept pages, taken after each allocation: what it would hold
   // had every page the books returned been returned for real. Kept pages never raise the heap above it.
   uint64_t peak_unkept_resident_bytes = 0;
+  // Kept pages handed to an extent of a smaller class that would have faulted its own in (hand_over), and
+  // extents that can never be handed out again because their range could not be mapped again after that.
+  uint64_t kept_handed_over_bytes = 0;
+  uint64_t extents_retired = 0;
+  uint64_t retired_bytes = 0;
   // Live extents count as resident (their pages are the object's); cached ones as `resident` and
   // `pages_kept` say.
   uint64_t resident_bytes() const noexcept {
-    return carved_bytes - cached_bytes + cached_resident_bytes + cached_kept_bytes;
+    return carved_bytes - cached_bytes - retired_bytes + cached_resident_bytes + cached_kept_bytes;
   }
   // The most resident_bytes() has been, taken after each allocation: the heap's share of the process's
   // peak RSS; above peak_object_bytes, what the caches held at that moment.
@@ -174,8 +183,8 @@ class ObjectHeap {
   // pages were resident (a parked fast extent's bytes must leave the budget); otherwise *taken_from is
   // kMaxPools. The caller binds the extent to its new pool's node before first touch. *kept (when given)
   // tells whether the extent's pages were kept though the books had returned them (trim_cached with
-  // keep_pages): the caller books the faults a tiered machine would take (*zeroed is false: they hold
-  // an earlier object's bytes).
+  // keep_pages), its own or a larger kept extent's (hand_over): the caller books the faults a tiered
+  // machine would take (*zeroed is false: they hold an earlier object's bytes).
   uint32_t allocate(uint64_t size, uint64_t align, uint8_t pool, bool* zeroed, bool zero_first = false,
                     uint8_t* taken_from = nullptr, bool* taken_resident = nullptr, bool* kept = nullptr) noexcept;
 
@@ -243,6 +252,14 @@ class ObjectHeap {
   void begin_life(uint32_t slot, uint64_t size) noexcept;
   void push_cached_locked(uint32_t slot) noexcept;
   uint32_t carve_locked(uint32_t cls, uint64_t align, uintptr_t* start) noexcept;
+  // The peaks after an allocation (peak_unkept_resident_bytes, peak_resident_bytes); returns kept_excess_locked().
+  uint64_t note_allocation_locked() noexcept;
+  // A kept extent of `pool` of a class above `cls`, at most `max_extent_bytes`, out of its list; kNoSlot if none.
+  uint32_t pop_donor_locked(uint32_t cls, uint8_t pool, uint64_t max_extent_bytes) noexcept;
+  // Moves the donor's first to.extent_bytes of pages (a kept extent out of every list) into `to`, an extent
+  // without pages that nobody else reaches, with mremap: the birth gets pages without faults, and the donor
+  // becomes a returned extent. False (the donor kept again) when the kernel refuses the move.
+  bool hand_over(ObjectRecord& to, uint32_t donor) noexcept;
   // Kept pages (dry runs) the heap must return for real: those that hold it above the limit, or above the
   // most it held without them (peak_unkept_resident_bytes): keeping them saves faults the books count, and
   // must not cost the process memory that returning them for real would not have cost.

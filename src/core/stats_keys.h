@@ -104,6 +104,10 @@ inline constexpr const char kFastBirthsPopulatedBytes[] = "fast_births_populated
 inline constexpr const char kKeptBirthBytes[] = "kept_birth_bytes";
 inline constexpr const char kCachedKeptBytes[] = "cached_kept_bytes";
 inline constexpr const char kKeptDroppedBytes[] = "kept_dropped_bytes";
+// Kept pages moved (mremap) into an extent of a smaller class that would have faulted its own in, and extents
+// never handed out again because their range could not be mapped again after such a move (core/object_heap.h).
+inline constexpr const char kKeptHandedOverBytes[] = "kept_handed_over_bytes";
+inline constexpr const char kExtentsRetired[] = "extents_retired";
 // Time the program's threads spent dropping parked fast pages and faulting fast births in (runtime.cc).
 inline constexpr const char kFastTurnoverNs[] = "fast_turnover_ns";
 inline constexpr const char kBindFailures[] = "bind_failures";
@@ -188,7 +192,7 @@ inline constexpr const char kProfileSource[] = "profile_source";
 inline constexpr const char kPlansFromLocalRank0Profile[] = "plans_from_local_rank0_profile";
 inline constexpr const char kMode[] = "mode";
 
-inline constexpr std::array<std::string_view, 145> kAll = {
+inline constexpr std::array<std::string_view, 147> kAll = {
     kPid,
     kRank,
     kForkedChildren,
@@ -262,6 +266,8 @@ inline constexpr std::array<std::string_view, 145> kAll = {
     kKeptBirthBytes,
     kCachedKeptBytes,
     kKeptDroppedBytes,
+    kKeptHandedOverBytes,
+    kExtentsRetired,
     kFastTurnoverNs,
     kBindFailures,
     kRebindsMoving,

@@ -1,6 +1,7 @@
 // Kept pages (dry runs): trim_cached(..., keep_pages) returns a cached extent's pages in the books only.
 // The extent must come back without faults and with its bytes as they were (so it is never reported zeroed),
-// count as resident for the heap's limit, and be the first to lose its pages for real over that limit.
+// count as resident for the heap's limit, and be the first to lose its pages for real over that limit. An
+// extent of a smaller class that would fault its pages in takes a kept extent's instead (hand_over).
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -8,6 +9,7 @@
 #include <cstring>
 
 #include "core/object_heap.h"
+#include "os/fault_injector.h"
 
 namespace sentinel {
 namespace {
@@ -29,6 +31,14 @@ class KeptPagesTest : public ::testing::Test {
     const uint32_t slot = live_filled(size, fill);
     EXPECT_TRUE(heap_.release(slot));
     return slot;
+  }
+  // Raises the heap's peak with a 4 MiB extent in pool 3 that is then returned, so kept pages fit under
+  // the peak (kept_excess_locked).
+  void ballast() {
+    bool zeroed = false;
+    const uint32_t slot = heap_.allocate(4ull << 20, kPageSize, 3, &zeroed);
+    ASSERT_NE(slot, kNoSlot);
+    EXPECT_FALSE(heap_.release(slot, /*drop_pages=*/true));
   }
   // Pages of the extent mapped in the process (mincore).
   uint64_t pages_in_core(uint32_t slot) {
@@ -157,6 +167,113 @@ TEST_F(KeptPagesTest, AnotherPoolTakesAKeptExtentAfterReturnedOnesAndBeforeResid
   EXPECT_TRUE(kept);
   EXPECT_EQ(heap_.record(s).pool.load(), 1);
   EXPECT_EQ(heap_.stats().cached_resident_bytes, heap_.record(resident_slot).extent_bytes);
+}
+
+// A kept extent of a larger class (up to twice) gives its pages to a birth that would fault its own in: the
+// birth reads the kept bytes, and the kept extent, mapped again without pages, serves its class as a returned one.
+TEST_F(KeptPagesTest, ABirthThatWouldFaultTakesTheKeptPagesOfALargerClass) {
+  const uint32_t k = live_filled(150000, 0x5a);
+  const uint64_t k_extent = heap_.record(k).extent_bytes;
+  EXPECT_TRUE(heap_.release(k));
+  EXPECT_GT(heap_.trim_cached(0, 1, true), 0u);
+  bool zeroed = true, kept = false;
+  const uint32_t e = heap_.allocate(100000, kPageSize, 0, &zeroed, false, nullptr, nullptr, &kept);
+  ASSERT_NE(e, k);
+  const uint64_t e_extent = heap_.record(e).extent_bytes;
+  ASSERT_LT(e_extent, k_extent);
+  ASSERT_LE(k_extent, 2 * e_extent);
+  EXPECT_TRUE(kept);
+  EXPECT_FALSE(zeroed);
+  EXPECT_EQ(reinterpret_cast<const unsigned char*>(heap_.record(e).start)[e_extent - 1], 0x5a);
+  EXPECT_EQ(pages_in_core(e), e_extent / kPageSize);
+  EXPECT_EQ(pages_in_core(k), 0u) << "moved, and the rest returned";
+  HeapStats st = heap_.stats();
+  EXPECT_EQ(st.kept_handed_over_bytes, e_extent);
+  EXPECT_EQ(st.cached_kept_bytes, 0u);
+  EXPECT_EQ(st.resident_bytes(), e_extent);
+  EXPECT_EQ(heap_.record(e).bound_node_plus1.load(), 0) << "bound afresh at its birth";
+  // The donor's range is mapped again: its class gets it back empty, and can write it.
+  const uint32_t again = heap_.allocate(150000, kPageSize, 0, &zeroed, false, nullptr, nullptr, &kept);
+  EXPECT_EQ(again, k);
+  EXPECT_TRUE(zeroed);
+  EXPECT_FALSE(kept);
+  EXPECT_EQ(reinterpret_cast<const unsigned char*>(heap_.record(k).start)[0], 0);
+  std::memset(reinterpret_cast<void*>(heap_.record(k).start), 1, k_extent);
+  EXPECT_EQ(heap_.stats().extents_retired, 0u);
+}
+
+TEST_F(KeptPagesTest, NoHandOverForCallocFromMoreThanTwiceItsSizeOrFromAnotherPool) {
+  ballast();
+  const uint32_t k = live_filled(150000, 0x5a), big = live_filled(400000, 0x6b);
+  EXPECT_TRUE(heap_.release(k));
+  EXPECT_TRUE(heap_.release(big));
+  EXPECT_GT(heap_.trim_cached(0, 1ull << 30, true), 0u);  // both kept
+  bool zeroed = false, kept = true;
+  // calloc: a fresh extent of its own (kept pages hold bytes, and zeroing them costs what faults do).
+  uint32_t e = heap_.allocate(100000, kPageSize, 0, &zeroed, /*zero_first=*/true, nullptr, nullptr, &kept);
+  EXPECT_TRUE(zeroed);
+  EXPECT_FALSE(kept);
+  // More than twice its size: 400,000 bytes for 60,000.
+  e = heap_.allocate(60000, kPageSize, 0, &zeroed, false, nullptr, nullptr, &kept);
+  EXPECT_TRUE(zeroed);
+  EXPECT_FALSE(kept);
+  // Another pool's kept pages are not its pool's.
+  e = heap_.allocate(100000, kPageSize, 1, &zeroed, false, nullptr, nullptr, &kept);
+  EXPECT_TRUE(zeroed);
+  EXPECT_FALSE(kept);
+  EXPECT_EQ(heap_.stats().kept_handed_over_bytes, 0u);
+  EXPECT_EQ(heap_.stats().cached_kept_bytes, heap_.record(k).extent_bytes + heap_.record(big).extent_bytes);
+}
+
+TEST_F(KeptPagesTest, AMoveTheKernelRefusesLeavesTheDonorKeptAndTheBirthEmpty) {
+  ballast();
+  const uint32_t k = live_filled(150000, 0x5a);
+  EXPECT_TRUE(heap_.release(k));
+  EXPECT_GT(heap_.trim_cached(0, 1, true), 0u);
+  bool zeroed = false, kept = true;
+  uint32_t e;
+  {
+    os::FaultConfig fail;
+    fail.rate = 1.0;
+    fail.ops = os::op_bit(os::Op::kMremap);
+    os::ScopedFaultInjection inject(fail);
+    ASSERT_TRUE(inject.started());
+    e = heap_.allocate(100000, kPageSize, 0, &zeroed, false, nullptr, nullptr, &kept);
+  }
+  EXPECT_TRUE(zeroed);
+  EXPECT_FALSE(kept);
+  EXPECT_EQ(reinterpret_cast<const unsigned char*>(heap_.record(e).start)[0], 0);
+  EXPECT_EQ(heap_.stats().cached_kept_bytes, heap_.record(k).extent_bytes);
+  EXPECT_EQ(pages_in_core(k), heap_.record(k).extent_bytes / kPageSize);
+  EXPECT_TRUE(heap_.record(k).pages_kept);
+}
+
+TEST_F(KeptPagesTest, ADonorWhoseRangeCannotBeMappedAgainIsNeverHandedOutAgain) {
+  const uint32_t k = live_filled(150000, 0x5a);
+  const uint64_t k_extent = heap_.record(k).extent_bytes;
+  EXPECT_TRUE(heap_.release(k));
+  EXPECT_GT(heap_.trim_cached(0, 1, true), 0u);
+  bool zeroed = true, kept = false;
+  uint32_t e;
+  {
+    os::FaultConfig fail;
+    fail.rate = 1.0;
+    fail.ops = os::op_bit(os::Op::kMmap);
+    os::ScopedFaultInjection inject(fail);
+    ASSERT_TRUE(inject.started());
+    e = heap_.allocate(100000, kPageSize, 0, &zeroed, false, nullptr, nullptr, &kept);
+  }
+  EXPECT_TRUE(kept) << "the pages moved";
+  EXPECT_EQ(reinterpret_cast<const unsigned char*>(heap_.record(e).start)[0], 0x5a);
+  HeapStats st = heap_.stats();
+  EXPECT_EQ(st.extents_retired, 1u);
+  EXPECT_EQ(st.retired_bytes, k_extent);
+  EXPECT_EQ(st.resident_bytes(), heap_.record(e).extent_bytes);
+  // Its class carves a new extent instead of the hole.
+  const uint32_t next = heap_.allocate(150000, kPageSize, 0, &zeroed, false, nullptr, nullptr, &kept);
+  EXPECT_NE(next, k);
+  EXPECT_TRUE(zeroed);
+  std::memset(reinterpret_cast<void*>(heap_.record(next).start), 1, heap_.record(next).extent_bytes);
 }
 
 }  // namespace

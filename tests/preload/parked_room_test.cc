@@ -245,3 +245,23 @@ TEST(ParkedRoom, ADryRunReturnsParkedPagesForRoomInTheBooksOnly) {
   EXPECT_EQ(get(j, "fast_live_bytes_at_exit"), 0u) << j.dump(1);
   EXPECT_EQ(get(j, "placer_release_errors"), 0u) << j.dump(1);
 }
+
+// And a fast birth whose class has no extent with pages takes a kept extent's of a larger class (up to twice
+// its own) instead of faulting fresh ones in (core/object_heap.h, hand_over). Budget 8 MiB: objects 0 (1 MiB)
+// and 1 (2 MiB) fast, 2 (6 MiB) slow; 2 and 1 freed. Object 3 (6 MiB) makes room by returning 1's parked
+// extent in the books, and takes 2's. Object 3 freed; object 4 (1.5 MiB, not written) makes room by returning
+// 3's, and gets the first 1.5 MiB of 1's pages (a1 wrote 2s), faulting nothing in.
+TEST(ParkedRoom, ADryRunHandsKeptPagesToABirthOfASmallerClass) {
+  std::string out;
+  const nlohmann::json j = run_script("a0=1M a1=2M a2=6M f2 f1 a3=6M f3 b4=1536K v4", "8M", &out);
+  ASSERT_TRUE(j.is_object());
+  EXPECT_NE(out.find("value 4 2"), std::string::npos) << out;
+  EXPECT_GE(get(j, "kept_handed_over_bytes"), 1536 * kKiB) << j.dump(1);
+  EXPECT_EQ(get(j, "kept_birth_bytes"), get(j, "kept_handed_over_bytes")) << j.dump(1);
+  EXPECT_EQ(get(j, "fast_births_populated_bytes"), 9 * kMiB) << j.dump(1);  // objects 0, 1 and 3
+  EXPECT_EQ(get(j, "forced_slow_allocations"), 1u) << j.dump(1);
+  EXPECT_EQ(get(j, "extents_retired"), 0u) << j.dump(1);
+  EXPECT_EQ(get(j, "heap_peak_resident_bytes"), 9 * kMiB) << j.dump(1);
+  EXPECT_LE(get(j, "peak_fast_bytes"), 8 * kMiB) << j.dump(1);
+  EXPECT_EQ(get(j, "placer_release_errors"), 0u) << j.dump(1);
+}

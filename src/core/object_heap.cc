@@ -60,18 +60,24 @@ void ObjectHeap::destroy() noexcept {
   size_ = 0;
 }
 
-uint32_t ObjectHeap::pop_list_locked(uint32_t cls, uint8_t pool, int list, uint64_t align) noexcept {
+uint32_t ObjectHeap::unlink_head_locked(uint32_t cls, uint8_t pool, int list) noexcept {
   uint32_t& head = cache_head_[cls][pool][list];
-  if (head == 0) return kNoSlot;
   const uint32_t slot = head - 1;
   ObjectRecord& r = records_[slot];
-  if ((r.start & (align - 1)) != 0) return kNoSlot;  // rare: over-aligned request; try another list or carve
   __atomic_store_n(&head, r.next_cached == kNoSlot ? 0 : r.next_cached + 1, __ATOMIC_RELAXED);
   stats_.cached_bytes -= r.extent_bytes;
   if (r.resident) stats_.cached_resident_bytes -= r.extent_bytes;
   if (r.pages_kept) stats_.cached_kept_bytes -= r.extent_bytes;
-  ++stats_.extents_reused;
+  r.next_cached = kNoSlot;
   return slot;
+}
+
+uint32_t ObjectHeap::pop_list_locked(uint32_t cls, uint8_t pool, int list, uint64_t align) noexcept {
+  const uint32_t head = cache_head_[cls][pool][list];
+  if (head == 0) return kNoSlot;
+  if ((records_[head - 1].start & (align - 1)) != 0) return kNoSlot;  // rare: over-aligned; another list or carve
+  ++stats_.extents_reused;
+  return unlink_head_locked(cls, pool, list);
 }
 
 uint32_t ObjectHeap::pop_cached_locked(uint32_t cls, uint8_t pool, uint64_t align, bool zero_first) noexcept {
@@ -230,15 +236,7 @@ uint64_t ObjectHeap::note_allocation_locked() noexcept {
 uint32_t ObjectHeap::pop_donor_locked(uint32_t cls, uint8_t pool, uint64_t max_extent_bytes) noexcept {
   const uint32_t end = classes_end(cls, max_extent_bytes);
   for (uint32_t c = cls + 1; c < end; ++c) {
-    uint32_t& head = cache_head_[c][pool][kKept];
-    if (head == 0) continue;
-    const uint32_t slot = head - 1;
-    ObjectRecord& k = records_[slot];
-    __atomic_store_n(&head, k.next_cached == kNoSlot ? 0 : k.next_cached + 1, __ATOMIC_RELAXED);
-    stats_.cached_bytes -= k.extent_bytes;
-    stats_.cached_kept_bytes -= k.extent_bytes;
-    k.next_cached = kNoSlot;
-    return slot;
+    if (cache_head_[c][pool][kKept] != 0) return unlink_head_locked(c, pool, kKept);
   }
   return kNoSlot;
 }
@@ -306,14 +304,14 @@ uint32_t ObjectHeap::take_resident(uint64_t size, uint64_t align, uint8_t pool, 
   // Peek without the lock first (a head is published with an atomic store, push_cached_locked): most
   // births of a step find no resident extent, and a miss should not cost a lock round trip.
   bool any = false;
-  for (uint32_t c = cls; c < end && !any; ++c) any = __atomic_load_n(&cache_head_[c][pool][1], __ATOMIC_RELAXED) != 0;
+  for (uint32_t c = cls; c < end && !any; ++c) any = __atomic_load_n(&cache_head_[c][pool][kResident], __ATOMIC_RELAXED) != 0;
   if (!any) return kNoSlot;
   uint32_t slot = kNoSlot;
   {
     SpinGuard guard(lock_);
     for (uint32_t c = cls; c < end && slot == kNoSlot; ++c) {
-      const uint32_t head = cache_head_[c][pool][1];
-      if (head != 0 && records_[head - 1].charge >= min_charge) slot = pop_list_locked(c, pool, 1, align);
+      const uint32_t head = cache_head_[c][pool][kResident];
+      if (head != 0 && records_[head - 1].charge >= min_charge) slot = pop_list_locked(c, pool, kResident, align);
     }
   }
   if (slot == kNoSlot) return kNoSlot;
@@ -381,16 +379,11 @@ void ObjectHeap::drop_kept(uint64_t bytes) noexcept {
     SpinGuard guard(lock_);
     for (uint32_t cls = kNumSizeClasses; cls-- > 0 && taken_bytes < bytes;) {
       for (uint8_t pool = 0; pool < kMaxPools && taken_bytes < bytes; ++pool) {
-        uint32_t& head = cache_head_[cls][pool][kKept];
-        while (head != 0 && taken_bytes < bytes) {
-          const uint32_t slot = head - 1;
-          ObjectRecord& r = records_[slot];
-          __atomic_store_n(&head, r.next_cached == kNoSlot ? 0 : r.next_cached + 1, __ATOMIC_RELAXED);
-          stats_.cached_bytes -= r.extent_bytes;
-          stats_.cached_kept_bytes -= r.extent_bytes;
-          r.next_cached = taken;
+        while (cache_head_[cls][pool][kKept] != 0 && taken_bytes < bytes) {
+          const uint32_t slot = unlink_head_locked(cls, pool, kKept);
+          records_[slot].next_cached = taken;
           taken = slot;
-          taken_bytes += r.extent_bytes;
+          taken_bytes += records_[slot].extent_bytes;
         }
       }
     }
@@ -421,28 +414,23 @@ uint64_t ObjectHeap::trim_cached(uint8_t pool, uint64_t bytes, bool keep_pages) 
   {
     SpinGuard guard(lock_);
     auto take_head = [&](uint32_t cls) {
-      uint32_t& head = cache_head_[cls][pool][1];
-      const uint32_t slot = head - 1;
-      ObjectRecord& r = records_[slot];
-      __atomic_store_n(&head, r.next_cached == kNoSlot ? 0 : r.next_cached + 1, __ATOMIC_RELAXED);
-      stats_.cached_bytes -= r.extent_bytes;
-      stats_.cached_resident_bytes -= r.extent_bytes;
-      r.next_cached = taken;
+      const uint32_t slot = unlink_head_locked(cls, pool, kResident);
+      records_[slot].next_cached = taken;
       taken = slot;
-      taken_bytes += r.charge;
+      taken_bytes += records_[slot].charge;
     };
     // Every page dropped faults in again when its class is next used: one extent of the smallest class
     // that covers the request drops the fewest; failing that, the largest classes first.
     const uint32_t fits = bytes > class_pages(kNumSizeClasses - 1) * kPageSize ? kNumSizeClasses
                                                                                : size_class_of_pages(pages_for(bytes));
     for (uint32_t cls = fits; cls < kNumSizeClasses; ++cls) {
-      if (cache_head_[cls][pool][1] != 0) {
+      if (cache_head_[cls][pool][kResident] != 0) {
         take_head(cls);
         break;
       }
     }
     for (uint32_t cls = kNumSizeClasses; cls-- > 0 && taken_bytes < bytes;) {
-      while (cache_head_[cls][pool][1] != 0 && taken_bytes < bytes) take_head(cls);
+      while (cache_head_[cls][pool][kResident] != 0 && taken_bytes < bytes) take_head(cls);
     }
   }
   uint64_t dropped = 0;

@@ -244,6 +244,8 @@ class ObjectHeap {
   // 2 MiB, raised to a page); false for an invalid one.
   bool request_class(uint64_t size, uint64_t* align, uint8_t pool, uint32_t* cls) const noexcept;
   uint32_t pop_cached_locked(uint32_t cls, uint8_t pool, uint64_t align, bool zero_first) noexcept;
+  // Takes the first extent of a non-empty list out of it (the cache's byte counts follow; next_cached reset).
+  uint32_t unlink_head_locked(uint32_t cls, uint8_t pool, int list) noexcept;
   uint32_t pop_list_locked(uint32_t cls, uint8_t pool, int list, uint64_t align) noexcept;
   uint32_t pop_other_pool_locked(uint32_t cls, uint8_t pool, uint64_t align) noexcept;
   // One past the last class from `cls` up whose extents are at most `max_extent_bytes` (`cls` counts).

@@ -40,6 +40,15 @@ class KeptPagesTest : public ::testing::Test {
     ASSERT_NE(slot, kNoSlot);
     EXPECT_FALSE(heap_.release(slot, /*drop_pages=*/true));
   }
+  // An allocation in pool 0 made while every call of `op` to the kernel fails.
+  uint32_t allocate_failing(os::Op op, uint64_t size, bool* zeroed, bool* kept) {
+    os::FaultConfig fail;
+    fail.rate = 1.0;
+    fail.ops = os::op_bit(op);
+    os::ScopedFaultInjection inject(fail);
+    EXPECT_TRUE(inject.started());
+    return heap_.allocate(size, kPageSize, 0, zeroed, false, nullptr, nullptr, kept);
+  }
   // Pages of the extent mapped in the process (mincore).
   uint64_t pages_in_core(uint32_t slot) {
     const ObjectRecord& r = heap_.record(slot);
@@ -231,15 +240,7 @@ TEST_F(KeptPagesTest, AMoveTheKernelRefusesLeavesTheDonorKeptAndTheBirthEmpty) {
   EXPECT_TRUE(heap_.release(k));
   EXPECT_GT(heap_.trim_cached(0, 1, true), 0u);
   bool zeroed = false, kept = true;
-  uint32_t e;
-  {
-    os::FaultConfig fail;
-    fail.rate = 1.0;
-    fail.ops = os::op_bit(os::Op::kMremap);
-    os::ScopedFaultInjection inject(fail);
-    ASSERT_TRUE(inject.started());
-    e = heap_.allocate(100000, kPageSize, 0, &zeroed, false, nullptr, nullptr, &kept);
-  }
+  const uint32_t e = allocate_failing(os::Op::kMremap, 100000, &zeroed, &kept);
   EXPECT_TRUE(zeroed);
   EXPECT_FALSE(kept);
   EXPECT_EQ(reinterpret_cast<const unsigned char*>(heap_.record(e).start)[0], 0);
@@ -254,15 +255,7 @@ TEST_F(KeptPagesTest, ADonorWhoseRangeCannotBeMappedAgainIsNeverHandedOutAgain) 
   EXPECT_TRUE(heap_.release(k));
   EXPECT_GT(heap_.trim_cached(0, 1, true), 0u);
   bool zeroed = true, kept = false;
-  uint32_t e;
-  {
-    os::FaultConfig fail;
-    fail.rate = 1.0;
-    fail.ops = os::op_bit(os::Op::kMmap);
-    os::ScopedFaultInjection inject(fail);
-    ASSERT_TRUE(inject.started());
-    e = heap_.allocate(100000, kPageSize, 0, &zeroed, false, nullptr, nullptr, &kept);
-  }
+  const uint32_t e = allocate_failing(os::Op::kMmap, 100000, &zeroed, &kept);
   EXPECT_TRUE(kept) << "the pages moved";
   EXPECT_EQ(reinterpret_cast<const unsigned char*>(heap_.record(e).start)[0], 0x5a);
   HeapStats st = heap_.stats();

@@ -67,7 +67,10 @@ uint32_t ObjectHeap::unlink_head_locked(uint32_t cls, uint8_t pool, int list) no
   __atomic_store_n(&head, r.next_cached == kNoSlot ? 0 : r.next_cached + 1, __ATOMIC_RELAXED);
   stats_.cached_bytes -= r.extent_bytes;
   if (r.resident) stats_.cached_resident_bytes -= r.extent_bytes;
-  if (r.pages_kept) stats_.cached_kept_bytes -= r.extent_bytes;
+  if (r.pages_kept) {
+    stats_.cached_kept_bytes -= r.extent_bytes;
+    kept_hint_.store(stats_.cached_kept_bytes, std::memory_order_relaxed);
+  }
   r.next_cached = kNoSlot;
   return slot;
 }
@@ -112,7 +115,10 @@ void ObjectHeap::push_cached_locked(uint32_t slot) noexcept {
   __atomic_store_n(&head, slot + 1, __ATOMIC_RELAXED);  // take_resident() peeks without the lock
   stats_.cached_bytes += r.extent_bytes;
   if (r.resident) stats_.cached_resident_bytes += r.extent_bytes;
-  if (r.pages_kept) stats_.cached_kept_bytes += r.extent_bytes;
+  if (r.pages_kept) {
+    stats_.cached_kept_bytes += r.extent_bytes;
+    kept_hint_.store(stats_.cached_kept_bytes, std::memory_order_relaxed);
+  }
 }
 
 uint32_t ObjectHeap::carve_locked(uint32_t cls, uint64_t align, uintptr_t* start) noexcept {
@@ -255,9 +261,13 @@ bool ObjectHeap::hand_over(ObjectRecord& to, uint32_t donor) noexcept {
     restored = os::mmap(from, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,
                         -1, 0) != MAP_FAILED;
     if (restored) os::madvise(from, bytes, k.extent_bytes >= kHugePageSize ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
-    if (k.extent_bytes > bytes) os::madvise(reinterpret_cast<char*>(from) + bytes, k.extent_bytes - bytes, MADV_DONTNEED);
+    // If the rest cannot be returned it holds the last object's bytes: the extent stays a kept one (never
+    // reported zeroed, its faults still booked), not a returned one that calloc would take as zeros.
+    const bool rest_returned =
+        k.extent_bytes == bytes ||
+        os::madvise(reinterpret_cast<char*>(from) + bytes, k.extent_bytes - bytes, MADV_DONTNEED) == 0;
     k.resident = false;
-    k.pages_kept = false;
+    k.pages_kept = !rest_returned;
     // Both ranges' memory policies changed hands with the mappings: each is bound afresh at its next birth.
     k.bound_node_plus1.store(0, std::memory_order_relaxed);
     to.bound_node_plus1.store(0, std::memory_order_relaxed);
@@ -333,7 +343,7 @@ bool ObjectHeap::release(uint32_t slot, bool drop_pages) noexcept {
   ObjectRecord& r = records_[slot];
   r.size = 0;
   r.state.store(ExtentState::kCached, std::memory_order_release);
-  if (!drop_pages) {
+  if (!drop_pages && kept_hint_.load(std::memory_order_relaxed) != 0) {
     // Pages the books had returned already go first: dropping them costs no reuse the books count on.
     uint64_t excess = 0;
     {

@@ -269,5 +269,23 @@ TEST_F(KeptPagesTest, ADonorWhoseRangeCannotBeMappedAgainIsNeverHandedOutAgain) 
   std::memset(reinterpret_cast<void*>(heap_.record(next).start), 1, heap_.record(next).extent_bytes);
 }
 
+// The donor's pages past what moved hold its last object's bytes until they are returned: if the kernel
+// refuses that, the donor stays a kept extent, so calloc never takes it for zeros.
+TEST_F(KeptPagesTest, ADonorWhoseRestCannotBeReturnedStaysKept) {
+  ballast();
+  const uint32_t k = live_filled(150000, 0x5a);
+  EXPECT_TRUE(heap_.release(k));
+  EXPECT_GT(heap_.trim_cached(0, 1, true), 0u);
+  bool zeroed = true, kept = false;
+  const uint32_t e = allocate_failing(os::Op::kMadvise, 100000, &zeroed, &kept);
+  EXPECT_TRUE(kept);
+  EXPECT_EQ(reinterpret_cast<const unsigned char*>(heap_.record(e).start)[0], 0x5a);
+  EXPECT_TRUE(heap_.record(k).pages_kept);
+  const uint32_t c = heap_.allocate(150000, kPageSize, 0, &zeroed, /*zero_first=*/true, nullptr, nullptr, &kept);
+  EXPECT_EQ(c, k);
+  EXPECT_FALSE(zeroed) << "its tail still holds 0x5a";
+  EXPECT_TRUE(kept);
+}
+
 }  // namespace
 }  // namespace sentinel

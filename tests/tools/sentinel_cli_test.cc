@@ -68,6 +68,21 @@ TEST(SentinelCli, RunPassesTheProgramItsOwnOptions) {
       << err;
 }
 
+#ifdef ALLOC_SCRIPT
+// A dry run's summary says what it booked and did not take: births into fast pages the budget had returned
+// (tests/preload/parked_room_test.cc, ADryRunReturnsParkedPagesForRoomInTheBooksOnly: 512 KiB of them).
+TEST(SentinelCli, ADryRunsSummarySaysWhichFaultsItBooked) {
+  std::string out, err;
+  ASSERT_EQ(run({"run", "--lib", SENTINEL_LIB, "--dry-run", "--mode", "track", "--fast-budget", "4M", "--", ALLOC_SCRIPT,
+                 "a0=3M", "a1=512K", "a2=1M", "f2", "f1", "a3=1M", "f0", "b4=512K"},
+                &out, &err),
+            0)
+      << err;
+  EXPECT_NE(err.find("DRY RUN   "), std::string::npos) << err;
+  EXPECT_NE(err.find("DRY RUN, faults booked    512.0 KiB of fast births"), std::string::npos) << err;
+}
+#endif
+
 TEST(StatusLine, SaysModeStageStepsDramAndMigrationsWithinTheWidth) {
   LiveStatus s;
   std::snprintf(s.mode, sizeof s.mode, "managed");

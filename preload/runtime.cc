@@ -479,13 +479,8 @@ void mark_thread_internal() noexcept { t_thread.inside = 1; }
 bool thread_inside_sentinel() noexcept { return ReentrancyGuard::inside(); }
 
 void wake_service() noexcept {
-  // A managed step with a moving plan wakes the service thread at most of its allocations (densenet121 at
-  // 20%: about 1,300 a step), and a futex wake that finds it asleep costs this VM about 38 us (an IPI to its
-  // vCPU): 3.4% of the program's thread. One that finds it awake is skipped: it will look at the word again
-  // before it waits (service.cc). seq_cst on both sides: either this sees it asleep, or its wait sees the
-  // word changed and returns at once.
-  g_state.service_wake.fetch_add(1, std::memory_order_seq_cst);
-  if (g_state.service_sleeping.load(std::memory_order_seq_cst)) os::futex_wake(&g_state.service_wake, 1);
+  g_state.service_wake.fetch_add(1, std::memory_order_release);
+  os::futex_wake(&g_state.service_wake, 1);
 }
 
 void* malloc_object(size_t size) noexcept {

@@ -107,9 +107,6 @@ struct State {
   std::atomic<bool> events_enabled{false};
   EventRing events;
   std::atomic<uint32_t> service_wake{0};  // futex word: bumped to wake the service thread
-  // Set by the service thread while it waits on service_wake (or is about to): only then does a wake-up
-  // need the system call (runtime.cc, wake_service).
-  std::atomic<bool> service_sleeping{false};
   // Managed mode, set by the service thread: a plan is in force and no move waits for room, so an event at
   // which the plan has nothing to do (BirthDecision::quiet) need not wake it (runtime.cc, read_clock).
   std::atomic<bool> quiet_events_wait{false};

@@ -95,10 +95,8 @@ void* service_main(void*) {
     flush_deferred();
     recover_dead_ranks();
     const uint64_t tick_ns = profiler_tick();
-    g_state.service_sleeping.store(true, std::memory_order_seq_cst);  // before the wait reads the word
     os::futex_wait(&g_state.service_wake, seen,
                         tick_ns != 0 ? std::chrono::nanoseconds(tick_ns) : std::chrono::nanoseconds(100'000'000));
-    g_state.service_sleeping.store(false, std::memory_order_relaxed);
   }
   return nullptr;
 }

@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 
@@ -41,6 +42,23 @@ int majority_node(void** pages, int* status, size_t n) {
     if (best_count > static_cast<int>(n / 2)) break;
   }
   return best;
+}
+
+// How many of the npages pages from start are on `node` now, queried in chunks of `chunk` pages; false if
+// the kernel would not say.
+bool count_on_node(uintptr_t start, size_t npages, size_t chunk, int node, void** pages, int* status,
+                   uint64_t* count) {
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  uint64_t on = 0;
+  for (size_t off = 0; off < npages;) {
+    const size_t n = std::min(chunk, npages - off);
+    for (size_t k = 0; k < n; ++k) pages[k] = reinterpret_cast<void*>(start + (off + k) * page);
+    if (os::move_pages(0, n, pages, nullptr, status, 0) < 0) return false;
+    for (size_t k = 0; k < n; ++k) on += status[k] == node;
+    off += n;
+  }
+  *count = on;
+  return true;
 }
 
 }  // namespace
@@ -214,6 +232,15 @@ void Engine::execute(uint32_t i) {
 
   // Neighbours that a huge page dragged along go back; may turn the move into a kBusy failure.
   fringe_restore(nfringe, start, end, node, origin, &r);
+
+  // A move that stopped early is counted again over the whole extent: a large folio that straddles the end
+  // of the chunk where it stopped migrates whole, so pages the move never reached can be on the target too
+  // (seen in the guest with the target full: 881 pages on node 1, 799 counted chunk by chunk).
+  uint64_t on_target = 0;
+  if ((r.cancel_requested || r.reason != FailReason::kNone) && npages > 0 &&
+      count_on_node(start, npages, config_.chunk_pages, node, pages_.get(), status_.get(), &on_target)) {
+    r.pages_moved = on_target;
+  }
 
   if (r.cancel_requested) {
     r.state = State::kCancelled;

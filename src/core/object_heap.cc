@@ -180,7 +180,9 @@ uint32_t ObjectHeap::allocate(uint64_t size, uint64_t align, uint8_t pool, bool*
     // An extent whose pages must be faulted in takes those of a kept one (hand_over) when its pool has one
     // of a larger class, up to twice its own. Not for calloc: those pages are not zeros.
     const ObjectRecord& chosen = records_[slot];
-    if (!zero_first && (fresh || (!other_pool && !chosen.resident && !chosen.pages_kept))) {
+    // (Only a dry run keeps pages: elsewhere the list scan is skipped.)
+    if (stats_.cached_kept_bytes != 0 && !zero_first &&
+        (fresh || (!other_pool && !chosen.resident && !chosen.pages_kept))) {
       donor = pop_donor_locked(cls, pool, 2 * class_pages(cls) * kPageSize);
     }
     if (donor == kNoSlot) kept_excess = note_allocation_locked();

@@ -211,12 +211,15 @@ void Engine::execute(uint32_t i) {
     // was"). Pages that will not go back stay counted as moved.
     // A page that does not go back at once (busy, or a call that failed) gets more rounds: a split object
     // is wrong in the books until something moves it again.
+    // A large folio that straddles the last chunk's end migrated whole: the rollback reaches one huge page
+    // past it (where none straddled, those pages are on their node already and the kernel leaves them).
+    const size_t back_pages = std::min(npages, done_pages + huge_ / page);
     uint64_t still_away = 0;
     for (int round = 0; round < kRollbackRounds; ++round) {
       if (round > 0) os::yield_cpu();
       still_away = 0;
-      for (size_t off = 0; off < done_pages;) {
-        const size_t n = std::min(config_.chunk_pages, done_pages - off);
+      for (size_t off = 0; off < back_pages;) {
+        const size_t n = std::min(config_.chunk_pages, back_pages - off);
         for (size_t k = 0; k < n; ++k) pages_[k] = reinterpret_cast<void*>(start + (off + k) * page);
         ChunkOutcome c = move_chunk(pages_.get(), nodes_.get(), status_.get(), n, origin, config_.busy_retries,
                                     incore_.get());

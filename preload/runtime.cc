@@ -88,6 +88,7 @@ struct ClockReading {
   uint64_t clock = 0;                      // the step clock's tick of this allocation event
   uint64_t ticket = EventRing::kNoTicket;  // reserved object event, filled once the extent exists
   bool quiet = false;                      // the event may wait for the next wake-up (kQuietEventsPerWake)
+  bool unplanned = false;                  // under a plan that does not know its tag (first-touch)
   bool search_due = false;                 // the step search has a batch of events to look at
   bool announce = false;
   bool explicit_marks = false;
@@ -124,6 +125,7 @@ ClockReading read_clock(State& s, uint64_t site, uint64_t size) noexcept {
   const manage::BirthDecision birth = s.births.decide(c.step, c.event, c.period, c.tag);
   c.want = want_of(birth.want);
   if (birth.deviated_now) s.counters.plan_deviations.fetch_add(1, std::memory_order_relaxed);
+  c.unplanned = birth.unknown_tag;
   c.quiet = birth.quiet && ++s.quiet_unannounced < kQuietEventsPerWake;
   if (!c.quiet) s.quiet_unannounced = 0;
   if (s.events_enabled.load(std::memory_order_relaxed)) c.ticket = s.events.reserve();
@@ -338,6 +340,10 @@ __attribute__((noinline)) void* alloc_object(const ObjectRequest& q, bool* zeroe
     return nullptr;
   }
   ObjectRecord& r = s.heap.record(slot);
+  if (c.unplanned) {
+    s.counters.unplanned_births.fetch_add(1, std::memory_order_relaxed);
+    if (d.pool == place::kFastPool) s.counters.unplanned_fast_bytes.fetch_add(r.charge, std::memory_order_relaxed);
+  }
   const uint16_t bound = r.bound_node_plus1.load(std::memory_order_relaxed);
   if (s.placer.enabled() && bound != d.node + 1 && bind_extent(s, r, bound, d)) fresh_zero = true;
   if (fresh_zero || kept) {

@@ -34,6 +34,8 @@ struct Counters {
   std::atomic<uint64_t> step_marks{0};
   std::atomic<uint64_t> plan_deviations{0};  // allocations where a managed step left its plan
   std::atomic<uint64_t> planned_fast_forced_slow{0};  // the plan said fast, the budget had no room
+  std::atomic<uint64_t> unplanned_births{0};      // births under a plan that did not know their tag
+  std::atomic<uint64_t> unplanned_fast_bytes{0};  // their bytes born on the fast node (first-touch)
   std::atomic<uint64_t> forked_children{0};  // fork() without exec: children that ran as pass-through
   // Extent bytes of objects born into extents with no resident pages (fresh, returned, or taken from the
   // other pool): what the kernel faults in and zeroes when the program touches them, by pool.

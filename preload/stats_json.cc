@@ -174,6 +174,8 @@ void add_managed(Json& j, const State& s) {
   j[key::kFallbackSteps] = x.fallback_steps;
   j[key::kPlanDeviations] = s.counters.plan_deviations.load();
   j[key::kPlannedFastForcedSlow] = s.counters.planned_fast_forced_slow.load();
+  j[key::kUnplannedBirths] = s.counters.unplanned_births.load();
+  j[key::kUnplannedFastBytes] = s.counters.unplanned_fast_bytes.load();
   j[key::kMigrationBwPlannedGbps] = m.migration_bw_gbps;
   j[key::kMigrationSetupPlannedNs] = m.migration_setup_ns;
   j[key::kFaultNsPerBytePlanned] = m.fault_ns_per_byte;

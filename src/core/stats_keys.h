@@ -151,6 +151,10 @@ inline constexpr const char kManagedSteps[] = "managed_steps";
 inline constexpr const char kFallbackSteps[] = "fallback_steps";
 inline constexpr const char kPlanDeviations[] = "plan_deviations";
 inline constexpr const char kPlannedFastForcedSlow[] = "planned_fast_forced_slow";
+// Births in managed steps whose tag the plan does not know (first-touch within the budget), and the bytes of
+// those the budget let onto the fast node.
+inline constexpr const char kUnplannedBirths[] = "unplanned_births";
+inline constexpr const char kUnplannedFastBytes[] = "unplanned_fast_bytes";
 inline constexpr const char kMigrationBwPlannedGbps[] = "migration_bw_planned_gbps";
 inline constexpr const char kMigrationSetupPlannedNs[] = "migration_setup_planned_ns";
 // What the plans assume recycling a fast page costs, per byte (preload/fault_cost.h), and the fast births'
@@ -192,7 +196,7 @@ inline constexpr const char kProfileSource[] = "profile_source";
 inline constexpr const char kPlansFromLocalRank0Profile[] = "plans_from_local_rank0_profile";
 inline constexpr const char kMode[] = "mode";
 
-inline constexpr std::array<std::string_view, 147> kAll = {
+inline constexpr std::array<std::string_view, 149> kAll = {
     kPid,
     kRank,
     kForkedChildren,
@@ -313,6 +317,8 @@ inline constexpr std::array<std::string_view, 147> kAll = {
     kFallbackSteps,
     kPlanDeviations,
     kPlannedFastForcedSlow,
+    kUnplannedBirths,
+    kUnplannedFastBytes,
     kMigrationBwPlannedGbps,
     kFaultNsPerBytePlanned,
     kFaultNsPerBytePaid,

@@ -81,6 +81,7 @@ BirthDecision BirthGate::decide(int64_t step, uint32_t event, uint32_t period, u
     return d;
   }
   d.want = t->lookup(tag);
+  d.unknown_tag = d.want == BirthWant::kFirstTouch;  // a known tag is planned fast or slow
   d.quiet = !t->acts_at(event);
   return d;
 }

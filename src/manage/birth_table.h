@@ -67,6 +67,7 @@ class BirthTable {
 struct BirthDecision {
   BirthWant want = BirthWant::kFirstTouch;
   bool deviated_now = false;  // this event is where the step left the plan
+  bool unknown_tag = false;   // the plan is in force and does not know the tag: the birth is first-touch
   // The plan is in force and has nothing to do at this event (no move, not a step's start, not where the
   // step leaves the plan; or the step already left it): the executor may see the event later, in order
   // with others, without changing what it does. False whenever no table applies.

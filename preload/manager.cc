@@ -156,6 +156,10 @@ std::atomic<bool> g_manager_live{false};  // completions are wanted
 CompletionRing g_completions;
 std::mutex g_manager_mu;
 
+void apply_twin_renames(Manager& m) {
+  for (const manage::TwinRename& r : take_twin_renames()) m.executor->retag(r.key, r.tag);
+}
+
 }  // namespace sentinel::rt::managed
 
 namespace sentinel::rt {
@@ -188,18 +192,22 @@ bool manager_configure(bool tiered, char* message, size_t cap) noexcept {
   }
 }
 
-void manager_on_event(const ObjectEvent& e, const LiveObjects&) noexcept {
-  if (!g_manager_live.load(std::memory_order_acquire)) return;
+void manager_on_event(const ObjectEvent& e, LiveObjects& live) noexcept {
+  if (!g_manager_live.load(std::memory_order_acquire)) {
+    take_twin_renames();  // (profile mode) no executor to tell
+    return;
+  }
   try {
     std::lock_guard<std::mutex> lock(g_manager_mu);
     if (g_manager == nullptr) g_manager = create_manager();
     Manager& m = *g_manager;
+    apply_twin_renames(m);  // the profiler's, at this event's begin_profile
     if (e.kind == ObjectEventKind::kFree) {
       m.executor->on_free(ObjectRef{e.slot, e.generation});
       return;
     }
     if (e.kind != ObjectEventKind::kAlloc) return;
-    if (m.stage == Stage::kMatchingProfile && m.matcher) match_profile(m, e);
+    if (m.stage == Stage::kMatchingProfile && m.matcher) match_profile(m, e, live);
     on_alloc(m, e);
   } catch (...) {
   }

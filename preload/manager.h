@@ -32,7 +32,7 @@ namespace sentinel::rt {
 // Checks the managed-mode settings (the tier model); false with a one-line message for a bad value. With a
 // single memory node, managed mode says so once and runs as track mode.
 bool manager_configure(bool tiered, char* message, size_t cap) noexcept;
-void manager_on_event(const ObjectEvent& e, const LiveObjects& live) noexcept;
+void manager_on_event(const ObjectEvent& e, LiveObjects& live) noexcept;
 // After each dispatcher pass: move completions, planning when a profile is ready.
 void manager_tick(const LiveObjects& live) noexcept;
 // Whether allocation events at which the plan in force has nothing to do may reach the executor later (with

@@ -29,7 +29,7 @@ bool take_candidate(Manager& m, std::shared_ptr<const StepProfile> profile, std:
 
 // The first whole step after the detector locks is compared with the profile's allocation sequence
 // (manage/profile_match.h); a match puts a plan in force without profiling, a mismatch starts the profiler.
-void match_profile(Manager& m, const ObjectEvent& e) {
+void match_profile(Manager& m, const ObjectEvent& e, LiveObjects& live) {
   using Verdict = manage::ProfileMatcher::Verdict;
   switch (m.matcher->on_alloc(e.step, e.event, e.period, e.tag)) {
     case Verdict::kUndecided:
@@ -42,6 +42,10 @@ void match_profile(Manager& m, const ObjectEvent& e) {
       profiler_set_active(true);
       break;
     case Verdict::kMatches:
+      // The objects alive before this step are the profile's persistent ones: those that share a tag get
+      // theirs as the profile's recording run gave them (the same objects in the same order).
+      name_persistent_twins(live, instance_key(e.slot, e.generation));
+      apply_twin_renames(m);
       m.profile = m.candidate;
       m.step = e.step;
       if (plan_and_start(m, (given_profile_name(m) + " matches").c_str()) && m.profile_source == "LOCAL_RANK 0") {

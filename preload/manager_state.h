@@ -31,6 +31,7 @@
 #include "manage/timeline_writer.h"
 #include "migration.h"
 #include "plan/planner.h"
+#include "service.h"
 #include "vocabulary.h"
 
 namespace sentinel::rt::managed {
@@ -124,7 +125,9 @@ void check_placement(Manager& m);
 // manager_match.cc
 // Makes `profile` the candidate to match; false with *error for a profile that cannot be indexed.
 bool take_candidate(Manager& m, std::shared_ptr<const StepProfile> profile, std::string* error);
-void match_profile(Manager& m, const ObjectEvent& e);
+void match_profile(Manager& m, const ObjectEvent& e, LiveObjects& live);
+// The executor takes the tags persistent objects were given of their own (service.h, name_persistent_twins).
+void apply_twin_renames(Manager& m);
 // manager_share.cc
 void poll_shared_profile(Manager& m);
 void publish_shared_profile(Manager& m);

@@ -120,7 +120,7 @@ bool same_step_as_first(Profiler& p, const ObjectEvent& e) {
   return false;
 }
 
-void begin_profile(Profiler& p, const LiveObjects& live, const ObjectEvent& e) {
+void begin_profile(Profiler& p, LiveObjects& live, const ObjectEvent& e) {
   p.profiled_tags.assign(e.period, 0);
   p.profiled_tag_events.clear();
   p.profiled_order.resize(e.period);
@@ -130,6 +130,7 @@ void begin_profile(Profiler& p, const LiveObjects& live, const ObjectEvent& e) {
   p.builder = std::make_unique<ProfileBuilder>(e.period, g_state.config.profile_steps);
   // Alive before the step's first allocation: persistent (the object born at this event is not).
   const uint64_t born_now = instance_key(e.slot, e.generation);
+  name_persistent_twins(live, born_now);  // one profile object per object alive, with its own bytes
   for (const auto& [key, o] : live) {
     if (key != born_now) p.builder->add_persistent(key, o.tag, o.site, o.occurrence, o.size);
   }
@@ -224,7 +225,7 @@ bool rearm_now(const Profiler& p, uint32_t phase, uint64_t now) {
   return forecast >= 3 * p.arm_cost_ns || now - p.last_arm_ns >= 5 * p.arm_cost_ns;
 }
 
-void on_alloc(Profiler& p, const LiveObjects& live, const ObjectEvent& e) {
+void on_alloc(Profiler& p, LiveObjects& live, const ObjectEvent& e) {
   const uint64_t key = instance_key(e.slot, e.generation);
   update_forecast(p, e);
   follow_step_bytes(p, live, e);
@@ -384,7 +385,7 @@ void profiler_init() noexcept {
   }
 }
 
-void profiler_on_event(const ObjectEvent& e, const LiveObjects& live) noexcept {
+void profiler_on_event(const ObjectEvent& e, LiveObjects& live) noexcept {
   if (g_profiler == nullptr) return;
   try {
     std::lock_guard<std::mutex> lock(g_profiler->mu);

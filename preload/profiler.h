@@ -35,7 +35,7 @@ namespace sentinel::rt {
 // Chooses and prepares the sampler (logs the choice and the reason). Called once at initialisation.
 void profiler_init() noexcept;
 // One object event, in step-clock order, with the live objects after an allocation (before a free).
-void profiler_on_event(const ObjectEvent& e, const LiveObjects& live) noexcept;
+void profiler_on_event(const ObjectEvent& e, LiveObjects& live) noexcept;
 // Service thread, between passes: while the software sampler samples a phase, protects again the
 // windows touched since the last time (so that passes over an object are counted) and returns the
 // nanoseconds until it wants to run again; 0 when it has nothing to do between events.

@@ -8,6 +8,8 @@
 
 #include <atomic>
 #include <mutex>
+#include <utility>
+#include <vector>
 
 #include "logging.h"
 #include "manager.h"
@@ -39,6 +41,25 @@ PthreadCreate real_pthread_create() noexcept {
 // thread's allocation path.
 std::mutex g_dispatch;
 LiveObjects* g_live = nullptr;  // created by the first pass, never destroyed (exit-time frees)
+std::vector<manage::TwinRename> g_twin_renames;  // the service thread's (dispatcher's lock)
+
+}  // namespace
+
+void name_persistent_twins(LiveObjects& live, uint64_t born_now) {
+  std::vector<std::pair<uint64_t, uint64_t>> objects;
+  objects.reserve(live.size());
+  for (const auto& [key, o] : live) {
+    if (key != born_now) objects.emplace_back(key, o.tag);
+  }
+  for (const manage::TwinRename& r : manage::twin_renames(std::move(objects))) {
+    live[r.key].tag = r.tag;
+    g_twin_renames.push_back(r);
+  }
+}
+
+std::vector<manage::TwinRename> take_twin_renames() { return std::exchange(g_twin_renames, {}); }
+
+namespace {
 
 void dispatch_pass() {
   std::lock_guard<std::mutex> lock(g_dispatch);

@@ -24,6 +24,7 @@
 #include <unordered_map>
 
 #include "core/event_ring.h"
+#include "manage/twin_tags.h"
 
 namespace sentinel::rt {
 
@@ -38,6 +39,13 @@ struct LiveObject {
 using LiveObjects = std::unordered_map<uint64_t, LiveObject>;
 
 inline uint64_t instance_key(uint32_t slot, uint32_t generation) { return (uint64_t{slot} << 32) | generation; }
+
+// The objects of `live` but `born_now` that share a tag get tags of their own (manage/twin_tags.h), in `live`;
+// the renames are kept for the manager's executor until take_twin_renames(). Called where the objects
+// alive before a step become a profile's persistent objects (profiler.cc, begin_profile) or a recorded
+// profile's (manager_match.cc). Service thread only; may throw std::bad_alloc.
+void name_persistent_twins(LiveObjects& live, uint64_t born_now);
+std::vector<manage::TwinRename> take_twin_renames();
 
 void service_start_once() noexcept;
 bool service_running() noexcept;

@@ -205,6 +205,24 @@ void PlanExecutor::on_free(ObjectRef ref) {
   if (step_managed_ && !step_deviated_) retry_waiting();  // its bytes may be the room a waiting move needs
 }
 
+void PlanExecutor::retag(uint64_t key, uint64_t tag) {
+  auto it = live_.find(key);
+  if (it == live_.end() || it->second.tag == tag) return;
+  Live& o = it->second;
+  const uint64_t old = o.tag;
+  observer_->on_object_changed(o.ref, old, false, o.tier, o.moving);
+  o.tag = tag;
+  by_tag_[tag] = key;
+  observer_->on_object_changed(o.ref, tag, true, o.tier, o.moving);
+  // The old tag now names the live objects that kept it, if any (by_tag_ named the newest instance).
+  auto t = by_tag_.find(old);
+  if (t == by_tag_.end() || t->second != key) return;
+  by_tag_.erase(t);
+  for (const auto& [k, other] : live_) {
+    if (other.tag == old && (by_tag_.count(old) == 0 || k > by_tag_[old])) by_tag_[old] = k;
+  }
+}
+
 void PlanExecutor::on_move_done(ObjectRef ref, Tier to, bool moved, bool refused) {
   auto it = live_.find(ref.key());
   if (refused) {

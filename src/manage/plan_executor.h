@@ -112,6 +112,9 @@ class PlanExecutor {
   void on_alloc(ObjectRef ref, uint64_t tag, uint64_t bytes, Tier tier, int64_t step, uint32_t event,
                 uint32_t period);
   void on_free(ObjectRef ref);
+  // The live object `key` (ObjectRef::key) is known by `tag` from now on: a persistent object that shared
+  // its tag with others got one of its own (manage/twin_tags.h).
+  void retag(uint64_t key, uint64_t tag);
   // A move the sink queued has ended (moved = the object is now on `to`). `refused`: the sink refused it
   // when it was to start (no room in the fast budget even after the moves ahead of it: the runtime takes
   // a prefetch's room then); it waits again, first in line, as a move refused when issued does, until the

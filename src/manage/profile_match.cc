@@ -31,7 +31,7 @@ ProfileMatcher::Verdict ProfileMatcher::on_alloc(int64_t step, uint32_t event, u
   if (step < 0 || period == 0) return Verdict::kUndecided;
   if (period != this->period()) {
     // The detector may lock onto a set-up loop first: give it the first steps to find the real one.
-    return step > 2 ? Verdict::kOtherPeriod : Verdict::kUndecided;
+    return step > 2 && period >= kSetUpPeriod ? Verdict::kOtherPeriod : Verdict::kUndecided;
   }
   if (step_ < 0) {
     if (event != 0) return Verdict::kUndecided;  // a whole step only

@@ -9,7 +9,9 @@
 //  - in any order (any_order_share): threads that allocate concurrently, such as a DDP rank's autograd and
 //    communication threads, interleave differently from step to step;
 // at least kMatchShare of them is a match. A detector that still sees another period after step 2 has
-// found another program.
+// found another program, unless that period is shorter than kSetUpPeriod: a set-up loop (a program that
+// marks the steps of its set-up, one parameter each, say), which nobody plans (preload/manager_state.h,
+// kMinPlanPeriod), so it is waited out.
 //
 // Thread safety: none; one owner (the runtime calls it on the service thread, preload/manager_match.cc).
 #pragma once
@@ -26,6 +28,7 @@ double any_order_share(const std::vector<uint64_t>& expected, const std::vector<
 class ProfileMatcher {
  public:
   static constexpr double kMatchShare = 0.9;
+  static constexpr uint32_t kSetUpPeriod = 4;
   enum class Verdict {
     kUndecided,    // feed more allocations
     kOtherPeriod,  // the program's steps have another period than the profile's

@@ -85,8 +85,16 @@ TEST(ProfileMatcher, ComparesAWholeStepFromItsEventZero) {
 TEST(ProfileMatcher, AnotherPeriodPastTheFirstStepsIsAnotherProgram) {
   ProfileMatcher m({0xa, 0xb, 0xc, 0xd});
   EXPECT_EQ(m.on_alloc(-1, 0, 0, 0xa), Verdict::kUndecided);  // no step structure yet
-  EXPECT_EQ(m.on_alloc(2, 0, 3, 0xa), Verdict::kUndecided);   // a set-up loop may come first
-  EXPECT_EQ(m.on_alloc(3, 0, 3, 0xa), Verdict::kOtherPeriod);
+  EXPECT_EQ(m.on_alloc(2, 0, 5, 0xa), Verdict::kUndecided);   // a set-up loop may come first
+  EXPECT_EQ(m.on_alloc(3, 0, 5, 0xa), Verdict::kOtherPeriod);
+}
+
+TEST(ProfileMatcher, SetUpStepsTooShortToPlanAreWaitedOut) {
+  // A program that marks each step of its set-up (one parameter per step): period 1 for eight steps.
+  ProfileMatcher m({0xa, 0xb, 0xc, 0xd});
+  for (int64_t step = 0; step < 8; ++step) EXPECT_EQ(m.on_alloc(step, 0, 1, 0x10), Verdict::kUndecided);
+  EXPECT_EQ(feed_step(m, 8, 4, {0xa, 0xb, 0xc, 0xd}), Verdict::kUndecided);
+  EXPECT_EQ(m.on_alloc(9, 0, 4, 0xa), Verdict::kMatches);
 }
 
 TEST(ProfileMatcher, AStepLocalTwinOfAPersistentObjectMatchesInOrder) {

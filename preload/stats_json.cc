@@ -61,6 +61,7 @@ void add_run(Json& j, const State& s) {
   j[key::kEmptyBirthBytesSlow] = c.empty_birth_bytes[1].load();
   j[key::kExtentBytesCarved] = heap.carved_bytes;
   j[key::kHeapPeakResidentBytes] = heap.peak_resident_bytes;
+  j[key::kHeapPeakResidentWithoutSlowCacheBytes] = heap.peak_resident_without_cache_of[place::kSlowPool];
   j[key::kCachedKeptBytes] = heap.cached_kept_bytes;
   j[key::kKeptDroppedBytes] = heap.kept_dropped_bytes;
   j[key::kKeptHandedOverBytes] = heap.kept_handed_over_bytes;

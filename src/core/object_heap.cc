@@ -66,7 +66,10 @@ uint32_t ObjectHeap::unlink_head_locked(uint32_t cls, uint8_t pool, int list) no
   ObjectRecord& r = records_[slot];
   __atomic_store_n(&head, r.next_cached == kNoSlot ? 0 : r.next_cached + 1, __ATOMIC_RELAXED);
   stats_.cached_bytes -= r.extent_bytes;
-  if (r.resident) stats_.cached_resident_bytes -= r.extent_bytes;
+  if (r.resident) {
+    stats_.cached_resident_bytes -= r.extent_bytes;
+    stats_.cached_resident_by_pool[pool] -= r.extent_bytes;
+  }
   if (r.pages_kept) {
     stats_.cached_kept_bytes -= r.extent_bytes;
     kept_hint_.store(stats_.cached_kept_bytes, std::memory_order_relaxed);
@@ -114,7 +117,10 @@ void ObjectHeap::push_cached_locked(uint32_t slot) noexcept {
   r.next_cached = head == 0 ? kNoSlot : head - 1;
   __atomic_store_n(&head, slot + 1, __ATOMIC_RELAXED);  // take_resident() peeks without the lock
   stats_.cached_bytes += r.extent_bytes;
-  if (r.resident) stats_.cached_resident_bytes += r.extent_bytes;
+  if (r.resident) {
+    stats_.cached_resident_bytes += r.extent_bytes;
+    stats_.cached_resident_by_pool[r.pool.load(std::memory_order_relaxed)] += r.extent_bytes;
+  }
   if (r.pages_kept) {
     stats_.cached_kept_bytes += r.extent_bytes;
     kept_hint_.store(stats_.cached_kept_bytes, std::memory_order_relaxed);
@@ -238,6 +244,10 @@ uint64_t ObjectHeap::note_allocation_locked() noexcept {
   const uint64_t excess = kept_excess_locked();
   const uint64_t resident = stats_.resident_bytes() - excess;  // what it holds once they are dropped
   if (resident > stats_.peak_resident_bytes) stats_.peak_resident_bytes = resident;
+  for (uint32_t p = 0; p < kMaxPools; ++p) {
+    const uint64_t without = resident - stats_.cached_resident_by_pool[p];
+    if (without > stats_.peak_resident_without_cache_of[p]) stats_.peak_resident_without_cache_of[p] = without;
+  }
   return excess;
 }
 

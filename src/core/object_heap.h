@@ -133,6 +133,10 @@ struct HeapStats {
   uint64_t carved_bytes = 0;
   uint64_t cached_bytes = 0;
   uint64_t cached_resident_bytes = 0;
+  uint64_t cached_resident_by_pool[kMaxPools] = {};
+  // By pool p: the most resident bytes the heap held leaving out p's cached resident extents. Managed mode's
+  // slow pool caches apart from the fast one; its cache would be on the slow node of a tiered machine.
+  uint64_t peak_resident_without_cache_of[kMaxPools] = {};
   uint64_t cached_kept_bytes = 0;  // cached extents whose pages the books returned and a dry run kept
   uint64_t kept_dropped_bytes = 0;  // kept pages returned for real (kept_excess_locked)
   // The most the heap held resident without its kept pages, taken after each allocation: what it would hold

@@ -50,6 +50,9 @@ inline constexpr const char kTransferCalls[] = "transfer_calls";
 inline constexpr const char kTransferFailures[] = "transfer_failures";
 inline constexpr const char kExtentBytesCarved[] = "extent_bytes_carved";
 inline constexpr const char kHeapPeakResidentBytes[] = "heap_peak_resident_bytes";
+// The same leaving out the slow pool's cached extents (managed mode: on a tiered machine they are on the slow
+// node; in a dry run they share the one node): what the program's live objects and the fast pool's cache held.
+inline constexpr const char kHeapPeakResidentWithoutSlowCacheBytes[] = "heap_peak_resident_without_slow_cache_bytes";
 inline constexpr const char kReservedBytes[] = "reserved_bytes";
 inline constexpr const char kCallSiteCacheMisses[] = "call_site_cache_misses";
 inline constexpr const char kDroppedLogMessages[] = "dropped_log_messages";
@@ -196,7 +199,7 @@ inline constexpr const char kProfileSource[] = "profile_source";
 inline constexpr const char kPlansFromLocalRank0Profile[] = "plans_from_local_rank0_profile";
 inline constexpr const char kMode[] = "mode";
 
-inline constexpr std::array<std::string_view, 149> kAll = {
+inline constexpr std::array<std::string_view, 150> kAll = {
     kPid,
     kRank,
     kForkedChildren,
@@ -231,6 +234,7 @@ inline constexpr std::array<std::string_view, 149> kAll = {
     kEmptyBirthBytesSlow,
     kExtentBytesCarved,
     kHeapPeakResidentBytes,
+    kHeapPeakResidentWithoutSlowCacheBytes,
     kReservedBytes,
     kCallSiteCacheMisses,
     kDroppedLogMessages,

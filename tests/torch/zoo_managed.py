@@ -70,7 +70,7 @@ def check_model(opts, arch, tmp):
         "managed": {"SENTINEL_MODE": "managed", "SENTINEL_DRY_RUN": "1", "SENTINEL_FAST_BUDGET": opts.budget,
                     "SENTINEL_TIER": opts.tier},
     }
-    carved, resident = {}, {}
+    carved, resident, without_slow_cache = {}, {}, {}
     for mode, extra in modes.items():
         stats_pattern = os.path.join(tmp, f"{arch}-{mode}-stats-%p.json")
         env = {"LD_PRELOAD": opts.lib, "SENTINEL_STATS": stats_pattern, "SENTINEL_LOG": "warn", **extra}
@@ -83,6 +83,7 @@ def check_model(opts, arch, tmp):
             stats = json.load(f)
         carved[mode] = stats.get("extent_bytes_carved", 0)
         resident[mode] = stats.get("heap_peak_resident_bytes", 0)
+        without_slow_cache[mode] = stats.get("heap_peak_resident_without_slow_cache_bytes", resident[mode])
         if under["losses"] != plain["losses"]:
             diff = [i for i, (a, b) in enumerate(zip(plain["losses"], under["losses"])) if a != b]
             row["failures"].append(f"{mode}: losses differ at steps {diff[:8]}")
@@ -113,16 +114,25 @@ def check_model(opts, arch, tmp):
         if first >= 0 and stats["managed_steps"] != expected:
             row["failures"].append(f"{stats['managed_steps']} managed steps of the {expected} after planning")
     # The memory Sentinel holds: managed mode has two pools whose caches must not keep extents the other one
-    # needs (object_heap.h), so at its peak its heap holds about what track mode's holds (moves may delay a
-    # recycle a little). A birth may take a cached extent of a larger class, up to 2x (preload/runtime.cc,
-    # kParkedFitFactor), so the extents carved say little (that class carves for its own next birth;
-    # densenet121 at 128 px: 897 MiB carved in track mode, 1,186 MiB managed, both heaps' peaks 897-910
-    # MiB resident); the heap's resident peak is what the process's RSS sees. The cross-pool fault this
-    # check was written for held +29% (docs/placement.md).
+    # needs (object_heap.h), so at its peak the live objects and the fast pool's cache hold about what track
+    # mode's heap holds (moves may delay a recycle a little). A birth may take a cached extent of a larger class,
+    # up to 2x (preload/runtime.cc, kParkedFitFactor), so the extents carved say little (that class carves for
+    # its own next birth; densenet121 at 128 px: 897 MiB carved in track mode, 1,186 MiB managed, both heaps'
+    # peaks 897-910 MiB resident); the heap's resident peak is what the process's RSS sees. The cross-pool
+    # fault this check was written for held +29% (docs/placement.md): the fast pool carved for classes the
+    # slow one kept. The slow pool's own cache is left out of it (what would be on the slow node of a tiered
+    # machine): since a plan that moves is followed (persistent twins, 2026-12-07), densenet121 at 64 px holds
+    # 30-150 MiB of slow cache at its heap's peak, 306-368 MiB in all against track mode's 302 MiB, and
+    # 282-302 MiB without it. The whole heap may not go past 1.5x track mode's (the heap's own resident limit
+    # is twice the live peak).
     if "track" in resident and "managed" in resident:
         row["carved_mb"] = {m: round(b / 2**20, 1) for m, b in carved.items()}
         row["heap_peak_mb"] = {m: round(b / 2**20, 1) for m, b in resident.items()}
-        if resident["managed"] > resident["track"] * 1.15 + (8 << 20):
+        row["heap_peak_without_slow_cache_mb"] = round(without_slow_cache["managed"] / 2**20, 1)
+        if without_slow_cache["managed"] > resident["track"] * 1.15 + (8 << 20):
+            row["failures"].append(f"managed mode's live objects and fast cache held {without_slow_cache['managed'] >> 20} "
+                                   f"MiB at the heap's peak, track mode's heap {resident['track'] >> 20} MiB")
+        if resident["managed"] > resident["track"] * 1.5 + (8 << 20):
             row["failures"].append(f"managed mode's heap held {resident['managed'] >> 20} MiB at its peak, "
                                    f"track mode's {resident['track'] >> 20} MiB")
     return row

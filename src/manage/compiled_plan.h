@@ -70,14 +70,16 @@ inline uint64_t plan_tag(uint64_t tag, uint64_t expected) {
 // Allocations that different threads make in one step reach the step clock in another order from step to
 // step: a data-parallel rank's communication thread allocates while its autograd thread does (ddp_mlp.py:
 // the tags expected at events 9-11 of a 13-event step came in another order in a third of the steps;
-// resnet18 under DDP: one tag came 5-10 events from where the profile had it). So the plan follows a step
-// whose births are the plan's step-local objects in another order, as long as none comes more than
-// order_window(period) events after its place in the profile (BirthOrder); the births go by tag. A step
+// resnet18 under DDP: one tag came 5-10 events from where the profile had it, and 23-29 events late in 3 of 40
+// steps of two ranks on an idle machine, 2026-12-07, when the window was period/16 = 20 and half the runs of
+// torch.ddp_zoo_two_ranks failed). So the plan follows a step whose births are the plan's step-local objects
+// in another order, as long as none comes more than order_window(period) events after its place in the
+// profile (BirthOrder); the births go by tag. A step
 // that lacks one of them (an odd batch whose first tensor is too small to be an object, so that every later
 // birth comes one event early) leaves the plan once that birth is overdue, as does a tag the plan does not
 // know.
 inline constexpr uint32_t kNoPosition = 0xffffffffu;
-inline uint32_t order_window(uint32_t period) { return period / 16 > 4 ? period / 16 : 4; }
+inline uint32_t order_window(uint32_t period) { return period / 4 > 4 ? period / 4 : 4; }
 
 struct TagAtEvent {
   uint64_t tag = 0;       // as the plan knows it (plan_tag, or the derived tag of a persistent object's twin)

@@ -22,17 +22,21 @@ std::string histogram(const Mapping& m) {
   return s;
 }
 
-TEST(GuestFailure, FullSlowNodeGivesCountedEnomemAndIntactData) {
-  SENTINEL_REQUIRE_TWO_NODES();
-  long long node1 = numa_node_size64(1, nullptr);
-  if (node1 > (1ll << 30)) GTEST_SKIP() << "node 1 is large; run with SENTINEL_GUEST_NODE1_MB=256";
-  // Fill node 1: preferred placement falls back to node 0 once node 1 reaches its watermarks, so
-  // this cannot OOM the guest.
-  Mapping filler(static_cast<size_t>(node1) + (64 << 20));
+// Fills node 1 with `filler` (node 1's size and more): preferred placement falls back to node 0 once node 1
+// reaches its watermarks, so this cannot OOM the guest.
+void fill_node1(Mapping& filler) {
   ASSERT_TRUE(filler.ok());
   unsigned long mask = 1ul << 1;
   ASSERT_EQ(mbind(filler.addr, filler.len, MPOL_PREFERRED, &mask, 8 * sizeof(mask), 0), 0);
   std::memset(filler.addr, 0x5a, filler.len);
+}
+
+TEST(GuestFailure, FullSlowNodeGivesCountedEnomemAndIntactData) {
+  SENTINEL_REQUIRE_TWO_NODES();
+  long long node1 = numa_node_size64(1, nullptr);
+  if (node1 > (1ll << 30)) GTEST_SKIP() << "node 1 is large; run with SENTINEL_GUEST_NODE1_MB=256";
+  Mapping filler(static_cast<size_t>(node1) + (64 << 20));
+  ASSERT_NO_FATAL_FAILURE(fill_node1(filler));
   long long free1 = 0;
   numa_node_size64(1, &free1);
   std::printf("node 1: %lld MiB, free after filling %lld MiB\n", node1 >> 20, free1 >> 20);
@@ -85,18 +89,6 @@ TEST(GuestFailure, FullSlowNodeGivesCountedEnomemAndIntactData) {
   EXPECT_TRUE(obj.check(77));
 }
 
-// Writes and checks a pattern over [p, p + len).
-void fill_words(char* p, size_t len, uint32_t seed) {
-  auto* w = reinterpret_cast<uint32_t*>(p);
-  for (size_t i = 0; i < len / 4; ++i) w[i] = seed * 2654435761u + static_cast<uint32_t>(i);
-}
-bool words_intact(const char* p, size_t len, uint32_t seed) {
-  auto* w = reinterpret_cast<const uint32_t*>(p);
-  for (size_t i = 0; i < len / 4; ++i)
-    if (w[i] != seed * 2654435761u + static_cast<uint32_t>(i)) return false;
-  return true;
-}
-
 // Node 1 with room for part of the move, and an object whose huge pages straddle the ends of the engine's
 // chunks (it starts 1 MiB past a 2 MiB boundary): the chunk where node 1 runs out drags the rest of its
 // last huge page along. The rollback brings those pages back too, and a failed move counts what is on the
@@ -107,10 +99,7 @@ TEST(GuestFailure, MoveThatRunsOutPartWayRollsBackWholeAndCountsWhatMoved) {
   long long node1 = numa_node_size64(1, nullptr);
   if (node1 > (1ll << 30)) GTEST_SKIP() << "node 1 is large; run with SENTINEL_GUEST_NODE1_MB=256";
   Mapping filler(static_cast<size_t>(node1) + (64 << 20));
-  ASSERT_TRUE(filler.ok());
-  unsigned long mask = 1ul << 1;
-  ASSERT_EQ(mbind(filler.addr, filler.len, MPOL_PREFERRED, &mask, 8 * sizeof(mask), 0), 0);
-  std::memset(filler.addr, 0x5a, filler.len);
+  ASSERT_NO_FATAL_FAILURE(fill_node1(filler));
   // The filler's first pages went to node 1: returning 16 MiB of them leaves room for part of the move.
   ASSERT_EQ(munmap(filler.addr, 16 << 20), 0);
 
@@ -121,7 +110,7 @@ TEST(GuestFailure, MoveThatRunsOutPartWayRollsBackWholeAndCountsWhatMoved) {
   madvise(obj, kLen, MADV_HUGEPAGE);  // huge pages where the kernel allows them (THP "always" or "madvise")
   unsigned long node0 = 1ul;
   ASSERT_EQ(mbind(obj, kLen, MPOL_BIND, &node0, 8 * sizeof(node0), 0), 0);
-  fill_words(obj, kLen, 91);
+  migrate::testing::fill_pattern(obj, kLen, 91);
   const size_t pages = kLen / 4096;
   ASSERT_EQ(migrate::testing::pages_on(obj, kLen, 0), pages);
 
@@ -135,7 +124,7 @@ TEST(GuestFailure, MoveThatRunsOutPartWayRollsBackWholeAndCountsWhatMoved) {
   ASSERT_EQ(e.wait(e.enqueue(1, 1, obj, kLen, 1, migrate::Priority::kNormal), kForever, &r),
             migrate::State::kFailed);
   EXPECT_EQ(r.reason, migrate::FailReason::kNoMemory) << migrate::to_string(r.reason);
-  EXPECT_TRUE(words_intact(obj, kLen, 91));
+  EXPECT_TRUE(migrate::testing::pattern_intact(obj, kLen, 91));
   EXPECT_EQ(migrate::testing::pages_on(obj, kLen, 1), r.pages_moved);
   EXPECT_EQ(migrate::testing::pages_on(obj, kLen, 0), pages) << "rolled back " << r.rolled_back;
 
@@ -151,7 +140,7 @@ TEST(GuestFailure, MoveThatRunsOutPartWayRollsBackWholeAndCountsWhatMoved) {
               static_cast<unsigned long long>(r.pages_moved));
   EXPECT_GT(on1, 0u) << "node 1 had no room: the test did not move part way";
   EXPECT_EQ(on1, r.pages_moved);
-  EXPECT_TRUE(words_intact(obj, kLen, 91));
+  EXPECT_TRUE(migrate::testing::pattern_intact(obj, kLen, 91));
 }
 
 }  // namespace

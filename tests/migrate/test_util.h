@@ -15,6 +15,18 @@
 
 namespace sentinel::migrate::testing {
 
+// A pattern of 32-bit words over [p, p + len), and whether it is still there.
+inline void fill_pattern(char* p, size_t len, uint32_t seed) {
+  auto* w = reinterpret_cast<uint32_t*>(p);
+  for (size_t i = 0; i < len / 4; ++i) w[i] = seed * 2654435761u + static_cast<uint32_t>(i);
+}
+inline bool pattern_intact(const char* p, size_t len, uint32_t seed) {
+  auto* w = reinterpret_cast<const uint32_t*>(p);
+  for (size_t i = 0; i < len / 4; ++i)
+    if (w[i] != seed * 2654435761u + static_cast<uint32_t>(i)) return false;
+  return true;
+}
+
 // An anonymous mapping that unmaps itself.
 struct Mapping {
   explicit Mapping(size_t n) : len(n) {
@@ -24,16 +36,8 @@ struct Mapping {
     if (addr != MAP_FAILED) munmap(addr, len);
   }
   bool ok() const { return addr != MAP_FAILED; }
-  void fill(uint32_t seed) {
-    auto* w = reinterpret_cast<uint32_t*>(addr);
-    for (size_t i = 0; i < len / 4; ++i) w[i] = seed * 2654435761u + static_cast<uint32_t>(i);
-  }
-  bool check(uint32_t seed) const {
-    auto* w = reinterpret_cast<const uint32_t*>(addr);
-    for (size_t i = 0; i < len / 4; ++i)
-      if (w[i] != seed * 2654435761u + static_cast<uint32_t>(i)) return false;
-    return true;
-  }
+  void fill(uint32_t seed) { fill_pattern(addr, len, seed); }
+  bool check(uint32_t seed) const { return pattern_intact(addr, len, seed); }
   char* addr;
   size_t len;
 };

@@ -200,6 +200,7 @@ void add_managed(Json& j, const State& s) {
   j[key::kManagedMovesDeferred] = x.moves_deferred;
   j[key::kManagedMovesDropped] = x.moves_dropped;
   j[key::kManagedReconcileMoves] = x.reconcile_moves;
+  j[key::kManagedReconcilePrefetchesSkipped] = x.reconcile_prefetches_skipped;
   j[key::kMoveCompletionsDropped] = m.completions_dropped;
   j[key::kPlacementCheckedBytes] = m.placement_checked_bytes;
   j[key::kPlacementMatchingBytes] = m.placement_matching_bytes;

@@ -184,6 +184,7 @@ inline constexpr const char kManagedMovesFailed[] = "managed_moves_failed";
 inline constexpr const char kManagedMovesDeferred[] = "managed_moves_deferred";
 inline constexpr const char kManagedMovesDropped[] = "managed_moves_dropped";
 inline constexpr const char kManagedReconcileMoves[] = "managed_reconcile_moves";
+inline constexpr const char kManagedReconcilePrefetchesSkipped[] = "managed_reconcile_prefetches_skipped";
 inline constexpr const char kMoveCompletionsDropped[] = "move_completions_dropped";
 inline constexpr const char kPlacementCheckedBytes[] = "placement_checked_bytes";
 inline constexpr const char kPlacementMatchingBytes[] = "placement_matching_bytes";
@@ -199,7 +200,7 @@ inline constexpr const char kProfileSource[] = "profile_source";
 inline constexpr const char kPlansFromLocalRank0Profile[] = "plans_from_local_rank0_profile";
 inline constexpr const char kMode[] = "mode";
 
-inline constexpr std::array<std::string_view, 150> kAll = {
+inline constexpr std::array<std::string_view, 151> kAll = {
     kPid,
     kRank,
     kForkedChildren,
@@ -345,6 +346,7 @@ inline constexpr std::array<std::string_view, 150> kAll = {
     kManagedMovesDeferred,
     kManagedMovesDropped,
     kManagedReconcileMoves,
+    kManagedReconcilePrefetchesSkipped,
     kMoveCompletionsDropped,
     kPlacementCheckedBytes,
     kPlacementMatchingBytes,

@@ -1,6 +1,7 @@
 #include "manage/plan_executor.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace sentinel::manage {
 
@@ -82,13 +83,22 @@ void PlanExecutor::issue(Live& o, Tier to, bool reconcile) {
     if (same != waiting_.end()) waiting_.erase(same);  // a waiting move the other way is undone
     return;
   }
+  const bool catch_up_prefetch = reconcile && to == Tier::kFast;
   if (!o.moving && waiting_.empty() && sink_->request_move(o.ref, o.bytes, to)) {
     o.moving = true;
     o.moving_to = to;
+    o.reconciling = catch_up_prefetch;
     ++stats_.moves_issued;
     if (reconcile) ++stats_.reconcile_moves;
     observer_->on_object_changed(o.ref, o.tag, true, o.tier, true);
     observer_->on_move_issued(step_, phase_, o.tag, to);
+    return;
+  }
+  // A step-start prefetch with no room now is left for the next step's start: waiting, it was asked again
+  // at every event and held back the plan's own moves behind it (googlenet, whose fast pool its persistent
+  // twins had filled: two refused prefetches asked 1,500 times a step, docs/results.md).
+  if (catch_up_prefetch) {
+    ++stats_.reconcile_prefetches_skipped;
     return;
   }
   // Refused, or behind a waiting move (first in, first out), or the object's previous move is still
@@ -230,6 +240,10 @@ void PlanExecutor::on_move_done(ObjectRef ref, Tier to, bool moved, bool refused
     it->second.moving = false;
     observer_->on_object_changed(it->second.ref, it->second.tag, true, it->second.tier, false);
     if (!step_managed_ || step_deviated_) return;
+    if (std::exchange(it->second.reconciling, false)) {  // a step-start prefetch: left for the next step
+      ++stats_.reconcile_prefetches_skipped;
+      return;
+    }
     // First in line: it was issued before anything that waits now.
     waiting_.push_front(Waiting{ref.key(), to});
     ++stats_.moves_deferred;
@@ -238,6 +252,7 @@ void PlanExecutor::on_move_done(ObjectRef ref, Tier to, bool moved, bool refused
   if (it != live_.end()) {
     Live& o = it->second;
     o.moving = false;
+    o.reconciling = false;
     if (moved) o.tier = to;
     o.failures = moved ? 0 : o.failures + 1;
     observer_->on_object_changed(o.ref, o.tag, true, o.tier, false);

@@ -74,6 +74,9 @@ struct ExecutorStats {
   uint64_t moves_deferred = 0;   // refusals that were queued for a retry
   uint64_t moves_dropped = 0;    // still waiting at the end of their step
   uint64_t reconcile_moves = 0;  // step-start corrections of persistent objects
+  // Step-start prefetches of persistent objects that found no room and were left for the next step's start
+  // rather than waiting: a waiting move is asked again at every event and holds back every move behind it.
+  uint64_t reconcile_prefetches_skipped = 0;
   uint64_t moves_done = 0, moves_failed = 0;
   uint64_t bytes_migrated = 0;   // completed moves
   uint64_t late_prefetches = 0;
@@ -151,6 +154,7 @@ class PlanExecutor {
     bool moving = false;
     Tier moving_to = Tier::kSlow;
     uint32_t failures = 0;  // moves of this object that failed in a row
+    bool reconciling = false;  // its move in flight is a step-start prefetch (a refusal skips it)
   };
   struct Waiting {
     uint64_t key = 0;

@@ -41,7 +41,8 @@ PthreadCreate real_pthread_create() noexcept {
 // thread's allocation path.
 std::mutex g_dispatch;
 LiveObjects* g_live = nullptr;  // created by the first pass, never destroyed (exit-time frees)
-std::vector<manage::TwinRename> g_twin_renames;  // the service thread's (dispatcher's lock)
+// The dispatcher's (its lock); created at the first rename, never destroyed (the exit handler's last pass).
+std::vector<manage::TwinRename>* g_twin_renames = nullptr;
 
 }  // namespace
 
@@ -53,11 +54,15 @@ void name_persistent_twins(LiveObjects& live, uint64_t born_now) {
   }
   for (const manage::TwinRename& r : manage::twin_renames(std::move(objects))) {
     live[r.key].tag = r.tag;
-    g_twin_renames.push_back(r);
+    if (g_twin_renames == nullptr) g_twin_renames = new std::vector<manage::TwinRename>();
+    g_twin_renames->push_back(r);
   }
 }
 
-std::vector<manage::TwinRename> take_twin_renames() { return std::exchange(g_twin_renames, {}); }
+std::vector<manage::TwinRename> take_twin_renames() {
+  if (g_twin_renames == nullptr || g_twin_renames->empty()) return {};
+  return std::exchange(*g_twin_renames, {});
+}
 
 namespace {
 

@@ -69,7 +69,8 @@ enum class Stage { kProfiling, kWaitingForProfile, kMatchingProfile, kManaged };
 const char* stage_name(Stage s);
 
 constexpr uint32_t kDeviationsLogged = 5;
-constexpr uint32_t kMinPlanPeriod = 4;
+// Steps shorter than this are set-up loops: not planned, and waited out by the profile matcher (the one number).
+constexpr uint32_t kMinPlanPeriod = manage::ProfileMatcher::kSetUpPeriod;
 
 struct Manager {
   MemorySystem mem;

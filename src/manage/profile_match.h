@@ -28,7 +28,7 @@ double any_order_share(const std::vector<uint64_t>& expected, const std::vector<
 class ProfileMatcher {
  public:
   static constexpr double kMatchShare = 0.9;
-  static constexpr uint32_t kSetUpPeriod = 4;
+  static constexpr uint32_t kSetUpPeriod = 4;  // also the shortest step managed mode plans (kMinPlanPeriod)
   enum class Verdict {
     kUndecided,    // feed more allocations
     kOtherPeriod,  // the program's steps have another period than the profile's

@@ -2,11 +2,15 @@
 // (stats, profiles, timelines, plans, traces) goes through OutputFile, the log through
 // open_append_no_follow.
 //
-// - The data goes to a fresh temporary file in the target's directory, created with O_CREAT|O_EXCL and
-//   O_NOFOLLOW under a random name (so a symlink planted at a predictable name is never followed or
-//   written through), and is renamed onto the target only when complete (after fsync). A crash at
-//   any moment leaves the old file or no file at the target, never a truncated one; rename replaces a
-//   symlink planted at the target instead of writing through it.
+// - The data goes to a fresh temporary file in the target's directory and is renamed onto the target
+//   only when complete (after fsync). A crash at any moment leaves the old file or no file at the
+//   target, never a truncated one; rename replaces a symlink planted at the target instead of writing
+//   through it.
+// - The temporary is an unnamed file (O_TMPFILE) where the file system has them, given a name only
+//   just before the rename: a process killed while writing leaves no temporary behind. Elsewhere it
+//   is created named, with O_CREAT|O_EXCL and O_NOFOLLOW; both names are random and hidden
+//   ("<dir>/.<base>.<16 hex digits>.tmp"), so a symlink planted at a predictable name is never
+//   followed or written through.
 // - Files are created with mode 0600 (kOutputFileMode): they describe the memory of someone else's
 //   training job (sizes, call sites, timings), so no one but the owner may read them; chmod widens.
 //
@@ -51,10 +55,16 @@ class OutputFile {
   void abandon();
 
   bool is_open() const { return fd_ >= 0; }
+  // True while the temporary has no name (O_TMPFILE); temp_path() is empty until commit names it.
+  bool is_unnamed() const { return unnamed_; }
   const std::string& temp_path() const { return temp_path_; }
 
  private:
+  Status create_named_temp();
+  int name_unnamed();  // 0, or the errno of the failed link
+
   int fd_ = -1;
+  bool unnamed_ = false;
   int write_errno_ = 0;
   std::string path_;
   std::string temp_path_;

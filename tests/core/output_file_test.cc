@@ -1,6 +1,7 @@
 #include "core/output_file.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -92,16 +93,30 @@ TEST_F(OutputFileTest, SymlinksPlantedAtPredictableTemporaryNamesAreNeverFollowe
   EXPECT_TRUE(is_symlink(at("t.json.tmp")));
 }
 
-TEST_F(OutputFileTest, TheTemporaryLivesInTheTargetDirectoryAndIsCreatedExclusively) {
+// Whether the test directory's file system has unnamed files (O_TMPFILE); probed on its own, not through
+// OutputFile.
+bool has_unnamed_files(const std::string& dir) {
+  const int fd = open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+  if (fd < 0) return false;
+  close(fd);
+  return true;
+}
+
+TEST_F(OutputFileTest, TheTemporaryIsUnnamedWhileWrittenAndNamedInTheTargetDirectoryAtCommit) {
+  ASSERT_TRUE(has_unnamed_files(dir_)) << dir_ << ": no O_TMPFILE here; the unnamed path is not tested";
   OutputFile f;
   const Status opened = f.open(at("timeline.jsonl"));
   ASSERT_TRUE(opened.is_ok()) << opened.message();
-  EXPECT_EQ(f.temp_path().rfind(dir_ + "/.timeline.jsonl.", 0), 0u) << f.temp_path();
+  EXPECT_TRUE(f.is_unnamed());
   EXPECT_TRUE(f.write("line\n"));
-  EXPECT_EQ(access(at("timeline.jsonl").c_str(), F_OK), -1);  // nothing at the target until commit
+  EXPECT_EQ(entries(), std::vector<std::string>{});  // no name in the directory until commit
   const Status committed = f.commit();
   ASSERT_TRUE(committed.is_ok()) << committed.message();
   EXPECT_EQ(slurp(at("timeline.jsonl")), "line\n");
+  EXPECT_EQ(entries(), std::vector<std::string>{"timeline.jsonl"});
+  struct stat st;
+  ASSERT_EQ(stat(at("timeline.jsonl").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
 }
 
 TEST_F(OutputFileTest, AnAbandonedFileLeavesTheOldContentsAndNoTemporary) {
@@ -135,6 +150,10 @@ TEST_F(OutputFileTest, AKillMidWriteLeavesTheOldFileOrNothing) {
   }
   EXPECT_EQ(slurp(at("old.json")), "complete old contents");
   EXPECT_EQ(access(at("new.json").c_str(), F_OK), -1);
+  // Where the file system has unnamed files, not even a hidden temporary is left (before: one per kill).
+  if (has_unnamed_files(dir_)) {
+    EXPECT_EQ(entries(), std::vector<std::string>{"old.json"});
+  }
 }
 
 TEST_F(OutputFileTest, AMissingDirectoryIsAnErrorNamingThePath) {

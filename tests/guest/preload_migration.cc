@@ -3,6 +3,9 @@
 // their moves are queued or running (their extents are reused at once by new objects). At the end
 // every object's content is intact, every live object is on the node Sentinel reports, and the
 // runtime's accounting is balanced (checked afterwards from SENTINEL_STATS by place_stats_check).
+//   preload_migration [--until-killed]
+// --until-killed: the move rounds never end, so a kill (guest.kill9_migration) always lands in the
+// middle of migrations and never in the exit path, where the stats file is being written.
 #include <pthread.h>
 
 #include <atomic>
@@ -38,8 +41,9 @@ struct Object {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   place_probe::require_guest();
+  const bool until_killed = argc > 1 && std::strcmp(argv[1], "--until-killed") == 0;
   auto object_node = place_probe::object_node_fn();
   auto move = reinterpret_cast<MoveFn>(dlsym(RTLD_DEFAULT, "sentinel_move_object"));
   auto wait = reinterpret_cast<WaitFn>(dlsym(RTLD_DEFAULT, "sentinel_wait_move"));
@@ -70,7 +74,7 @@ int main() {
   });
 
   uint64_t queued = 0, refused = 0, frees_in_flight = 0;
-  for (int round = 0; round < kRounds; ++round) {
+  for (int round = 0; until_killed || round < kRounds; ++round) {
     Object& o = objs[rng() % kObjects];
     std::lock_guard<std::mutex> g(o.mu);
     const int node = static_cast<int>(rng() % 2);

@@ -193,6 +193,9 @@ class StepDetector {
     uint32_t compared = 0;
     uint32_t mismatches = 0;
     uint32_t foreign = 0;  // compared events whose call-site the locked step does not have
+    // A lock since the job began: `foreign` mixes answers for two structures and is counted again, over
+    // the whole window, when the job verifies (recount_foreign).
+    bool foreign_stale = false;
   };
   // A same-shape candidate: segments [a, b) and [b, c), c the anchor event.
   struct ShapeJob {
@@ -246,6 +249,7 @@ class StepDetector {
   uint32_t foreign_repeats(uint64_t t, uint32_t p) noexcept;
   bool repeats_within(uint64_t t, uint32_t p, uint32_t q) const noexcept;
   bool on_verified(uint64_t t, const PeriodJob& done) noexcept;
+  void recount_foreign(uint64_t t, PeriodJob* job) noexcept;
   uint32_t exact_period(uint64_t t, uint32_t p) const noexcept;
   uint32_t mismatches_over(uint64_t t, uint32_t q, uint32_t give_up) const noexcept;
   bool foreign(uint64_t q) noexcept;

@@ -4,6 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "core/step_detector.h"
@@ -91,6 +95,42 @@ TEST(StepDetectorModels, FindsAVisionTransformerStepOfRunsOfScratchBuffers) { ex
 // events short verifies too (it mismatches only where runs end): SGD's eight temporaries at the end of the
 // step propose 13,937 from the first of them in the next step, and it verified before the step did.
 TEST(StepDetectorModels, FindsAVisionTransformerStepOfLongerRunsOfScratchBuffers) { expect_vit_found(192, 6, 4); }
+
+// ViT-B/16 at batch 16, 128 px, on Debian's PyTorch 1.13, as recorded (tests/core/data/
+// vit_b16_batch16_last32768.trace: `zoo.py --arch vit_b_16 --size 128 --batch 16 --steps 5` with SENTINEL_TRACE,
+// which keeps the detector's history, the last 32,768 events) and then continued by its last step three times
+// (the recorded steps repeat exactly). A step of 14,606 events, 95% of them runs of 192 scratch buffers, each
+// run locked as a period of 1 in turn, about every 200 events. The step takes 457 events to verify, and every
+// lock used to end the periods in verification: the detector stayed at a period of 1 for the whole run.
+TEST(StepDetectorModels, FindsViTB16AtBatch16WhoseRunsLockInTurnFasterThanItsStepVerifies) {
+  std::ifstream in(std::string(SENTINEL_TEST_DATA) + "/vit_b16_batch16_last32768.trace");
+  ASSERT_TRUE(in);
+  struct Event {
+    uint64_t site, bytes, size;
+    uint32_t objects, small_before;
+  };
+  std::vector<Event> events;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream fields(line);
+    Event e{};
+    fields >> std::hex >> e.site >> std::dec >> e.objects >> e.bytes >> e.size >> e.small_before;
+    ASSERT_TRUE(fields) << line;
+    events.push_back(e);
+  }
+  constexpr uint32_t kStep = 14606;
+  ASSERT_EQ(events.size(), size_t{StepDetector::kHistory});
+  for (int repeat = 0; repeat < 3; ++repeat) {
+    events.insert(events.end(), events.end() - kStep, events.end());
+  }
+  auto d = std::make_unique<StepDetector>();
+  for (const Event& e : events) d->observe(e.site, e.objects, e.bytes, e.size, e.small_before);
+  d->finish();
+  EXPECT_EQ(d->period(), kStep);
+  EXPECT_LT(d->lock_event(), StepDetector::kHistory + kStep);  // within the first repeated step
+  EXPECT_GE(d->complete_steps(), 4u);
+}
 
 // A model wrapped in torch.compile, as its allocations reach the runtime (tests/core/data/
 // gpt2_compiled_16steps.trace): the compiled forward's buffers come from one call-site (torch.empty_strided

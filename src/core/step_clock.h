@@ -29,7 +29,7 @@ class StepClock {
  public:
   // Longest step, in events. A transformer's step on a BLAS that takes a 512 KiB scratch buffer per matrix of a
   // batched matmul (Debian's PyTorch 1.13) is about 6 * layers * batch * heads events: 4,226 for ViT-B/16 at
-  // batch 4 (128 or 224 px); 14,606 at batch 16, not found yet for another reason (docs/step-detection.md).
+  // batch 4 (128 or 224 px); 14,606 at batch 16 (docs/step-detection.md).
   static constexpr uint32_t kMaxPeriod = 16384;
   static constexpr uint32_t kCycleSlots = 2 * kMaxPeriod;  // power of two, at most half full
 

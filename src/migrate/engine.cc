@@ -322,18 +322,21 @@ void Engine::finish(uint32_t i, const MoveResult& r) {
     std::lock_guard<os::SpinLock> g(lock_);
     object_id = s.object_id;
     generation = s.generation;
+    running_ = kNil;
+  }
+  // Outside the lock: the owner may re-enter enqueue/cancel (a cancel finds nothing: the move is neither
+  // queued nor running now). The slot still reads kRunning and is not free, so nothing reuses it here.
+  if (config_.owner != nullptr) config_.owner->on_move_finished(object_id, generation, r);
+  // The move's end is published only after the owner has done its books: published before, a waiter
+  // (sentinel_wait_move) could return while the runtime still held the move's claim, and a free right after
+  // it left the extent to the claim (a clean-clone CI saw 1 MiB still counted slow at exit in
+  // ParkedRoom.APrefetchWithNoRoomWhenItStarts..., 1 run of 6).
+  {
+    std::lock_guard<os::SpinLock> g(lock_);
     s.result = r;
     s.state = r.state;
-    running_ = kNil;
     push_free(i);
   }
-  // Outside the lock: the owner may re-enter enqueue/cancel. The slot may already be reused, so
-  // only the copies above are passed on.
-  if (config_.owner != nullptr) config_.owner->on_move_finished(object_id, generation, r);
-  // Waiters are woken after the owner has done its books: woken before, sentinel_wait_move returned while the
-  // runtime still held the move's claim, and a free right after it left the extent to the claim (a clean-clone
-  // CI saw 1 MiB still counted slow at exit in ParkedRoom.APrefetchWithNoRoomWhenItStarts..., 1 run of 6).
-  // A waiter that wakes for another completion may still see the state first.
   wake_waiters();
 }
 

@@ -160,8 +160,10 @@ class Engine {
   // the engine is stopped. addr/len need not be page-aligned: whole pages covering them move.
   Ticket enqueue(uint64_t object_id, uint64_t generation, void* addr, size_t len, int target_node,
                  Priority priority, Neighbours neighbours = Neighbours::kMayShareLargeFolios);
+  // A move reads kRunning until the owner's on_move_finished has returned; its end state after that.
   State query(Ticket t, MoveResult* result = nullptr) const;
-  // Blocks until the move is finished or `timeout` passes; returns the state then.
+  // Blocks until the move is finished or `timeout` passes; returns the state then. A finished move's
+  // owner callback has returned by the time this sees its end.
   State wait(Ticket t, std::chrono::nanoseconds timeout, MoveResult* result = nullptr);
   // See Owner. kNotFound if no queued or running move has this (object_id, generation).
   CancelResult cancel(uint64_t object_id, uint64_t generation);

@@ -317,5 +317,48 @@ TEST(EngineQueue, EngineThreadBlocksAllSignals) {
   EXPECT_FALSE(sigismember(&cur, SIGINT));  // the caller's mask is restored
 }
 
+// A move's end is published only after the owner's books: while on_move_finished runs, the move reads
+// running, and a waiter woken by anything else (here: a queued move cancelled, which wakes all waiters)
+// keeps waiting. Before, the state was set first, and sentinel_wait_move could return while the runtime
+// still held the move's claim.
+class SlowBooksOwner : public Owner {
+ public:
+  void on_move_finished(uint64_t object_id, uint64_t, const MoveResult&) override {
+    if (object_id != 1) return;
+    in_books.store(true);
+    while (!release.load()) std::this_thread::yield();
+    books_done.store(true);
+  }
+  std::atomic<bool> in_books{false}, release{false}, books_done{false};
+};
+
+TEST(EngineQueue, AMoveReadsRunningUntilTheOwnersBooksAreDone) {
+  Mapping a(64 << 10), b(64 << 10);
+  ASSERT_TRUE(a.ok() && b.ok());
+  SlowBooksOwner owner;
+  EngineConfig cfg;
+  cfg.owner = &owner;
+  Engine e(cfg);
+  std::string err;
+  ASSERT_TRUE(e.start(&err)) << err;
+  const Ticket first = e.enqueue(1, 1, a.addr, a.len, 0, Priority::kNormal);
+  while (!owner.in_books.load()) std::this_thread::yield();
+  const Ticket second = e.enqueue(2, 1, b.addr, b.len, 0, Priority::kNormal);  // queued behind the books
+  std::atomic<bool> waiter_saw_end_before_books{false};
+  std::thread waiter([&] {
+    const State st = e.wait(first, kForever);
+    if (st == State::kDone && !owner.books_done.load()) waiter_saw_end_before_books.store(true);
+  });
+  EXPECT_EQ(e.query(first), State::kRunning);
+  EXPECT_EQ(e.wait(first, std::chrono::milliseconds(20)), State::kRunning);
+  EXPECT_EQ(e.cancel(2, 1), CancelResult::kCancelled);  // wakes every waiter
+  EXPECT_EQ(e.query(first), State::kRunning);
+  owner.release.store(true);
+  EXPECT_EQ(e.wait(first, kForever), State::kDone);
+  waiter.join();
+  EXPECT_FALSE(waiter_saw_end_before_books.load());
+  EXPECT_EQ(e.query(second), State::kCancelled);
+}
+
 }  // namespace
 }  // namespace sentinel::migrate

@@ -16,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/temp_dir.h"
 #include "pattern_score.h"
 #include "plan/timeline.h"
 
@@ -31,8 +32,11 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
+// Every file of the test process (stats, timelines, profiles, the fake sysfs) lives in one directory, removed
+// with everything in it when the process ends.
 std::string scratch(const std::string& name) {
-  return ::testing::TempDir() + "/managed_e2e_" + std::to_string(getpid()) + "_" + name;
+  static const ::sentinel::testing::TempDir dir("sentinel-managed-e2e");
+  return dir.file(name);
 }
 
 // Node 0 with the CPUs, node 1 memory only (like a CXL expander).

@@ -73,7 +73,7 @@ nlohmann::json managed_run(const std::vector<std::string>& extra) {
 void expect_placed_within_budget(const nlohmann::json& j) {
   ASSERT_TRUE(j.is_object()) << "no stats file";
   ASSERT_GT(j["managed_steps"].get<uint64_t>(), 10u) << j.dump();
-  EXPECT_EQ(j["fallback_steps"].get<uint64_t>(), 0u);
+  EXPECT_EQ(j["fallback_steps"].get<uint64_t>(), 0u) << j.dump();
   // Before: 23 planned-fast births sent slow, 552 prefetches refused, fidelity 0.27.
   EXPECT_EQ(j["planned_fast_forced_slow"].get<uint64_t>(), 0u) << j.dump();
   EXPECT_EQ(j["migrations_refused_budget"].get<uint64_t>(), 0u) << j.dump();

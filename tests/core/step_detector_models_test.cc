@@ -4,13 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "core/step_detector.h"
+#include "recorded_trace.h"
 #include "step_program.h"
 
 namespace sentinel {
@@ -103,29 +102,13 @@ TEST(StepDetectorModels, FindsAVisionTransformerStepOfLongerRunsOfScratchBuffers
 // run locked as a period of 1 in turn, about every 200 events. The step takes 457 events to verify, and every
 // lock used to end the periods in verification: the detector stayed at a period of 1 for the whole run.
 TEST(StepDetectorModels, FindsViTB16AtBatch16WhoseRunsLockInTurnFasterThanItsStepVerifies) {
-  std::ifstream in(std::string(SENTINEL_TEST_DATA) + "/vit_b16_batch16_last32768.trace");
-  ASSERT_TRUE(in);
-  struct Event {
-    uint64_t site, bytes, size;
-    uint32_t objects, small_before;
-  };
-  std::vector<Event> events;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    std::istringstream fields(line);
-    Event e{};
-    fields >> std::hex >> e.site >> std::dec >> e.objects >> e.bytes >> e.size >> e.small_before;
-    ASSERT_TRUE(fields) << line;
-    events.push_back(e);
-  }
+  std::vector<testing::TraceEvent> events = testing::load_trace("vit_b16_batch16_last32768.trace");
   constexpr uint32_t kStep = 14606;
   ASSERT_EQ(events.size(), size_t{StepDetector::kHistory});
-  for (int repeat = 0; repeat < 3; ++repeat) {
-    events.insert(events.end(), events.end() - kStep, events.end());
-  }
+  const std::vector<testing::TraceEvent> last_step(events.end() - kStep, events.end());
+  for (int repeat = 0; repeat < 3; ++repeat) events.insert(events.end(), last_step.begin(), last_step.end());
   auto d = std::make_unique<StepDetector>();
-  for (const Event& e : events) d->observe(e.site, e.objects, e.bytes, e.size, e.small_before);
+  for (const testing::TraceEvent& e : events) d->observe(e.site, e.objects, e.bytes, e.size, e.small_before);
   d->finish();
   EXPECT_EQ(d->period(), kStep);
   EXPECT_LT(d->lock_event(), StepDetector::kHistory + kStep);  // within the first repeated step

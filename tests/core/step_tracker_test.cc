@@ -1,4 +1,5 @@
 #include "core/step_tracker.h"
+#include "recorded_trace.h"
 
 #include <gtest/gtest.h>
 
@@ -14,29 +15,8 @@
 namespace sentinel {
 namespace {
 
-struct TraceEvent {
-  uint64_t site;
-  uint32_t objects;
-  uint64_t bytes;
-  uint64_t size;
-  uint32_t small_before;
-  bool mark_before = false;
-};
-
-std::vector<TraceEvent> load_trace(const std::string& file) {
-  std::ifstream in(std::string(SENTINEL_TEST_DATA) + "/" + file);
-  std::vector<TraceEvent> events;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    std::istringstream fields(line);
-    TraceEvent e{};
-    fields >> std::hex >> e.site >> std::dec >> e.objects >> e.bytes >> e.size;
-    if (!(fields >> e.small_before)) e.small_before = 0;
-    events.push_back(e);
-  }
-  return events;
-}
+using testing::load_trace;
+using testing::TraceEvent;
 
 struct Reading {
   int64_t step;

@@ -250,11 +250,16 @@ void manager_on_move_finished(uint32_t slot, uint32_t generation, uint8_t to_poo
 
 void manager_at_exit() noexcept {
   if (!g_manager_live.load(std::memory_order_acquire)) return;
+  bool last_step_complete;  // read before the manager's lock: never hold the clock's spinlock under it
+  {
+    SpinGuard clock(g_state.clock_lock);
+    last_step_complete = g_state.steps.clock().exit_step_complete();
+  }
   try {
     std::lock_guard<std::mutex> lock(g_manager_mu);
     if (g_manager == nullptr) return;
     drain_completions(*g_manager, ~uint64_t{0});
-    g_manager->executor->finish();  // the program's last step counts too
+    g_manager->executor->finish(last_step_complete);  // the program's last step counts too, if it was one
     if (g_manager->timeline_file.is_open() && g_manager->plans == 0 && g_state.config.timeline_per_process) {
       g_manager->timeline_file.abandon();
     } else if (g_manager->timeline_file.is_open()) {

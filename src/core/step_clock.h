@@ -44,9 +44,13 @@ class StepClock {
   void mark_step() noexcept { mark_pending_ = true; }
   // End of the run: counts the step in progress if it is complete.
   void finish() noexcept {
+    exit_step_complete_ = !(explicit_ || locked_) || step_index_ < 0 || step_events_ == 0 || step_complete(true);
     if (explicit_ || locked_) close_step(true);
     step_events_ = 0;
   }
+  // After finish(): whether the events after the last complete step made a complete step too (true when
+  // there were none). An evaluation pass at the program's end begins like a step and is not one.
+  bool exit_step_complete() const noexcept { return exit_step_complete_; }
 
   bool locked() const noexcept { return locked_ || explicit_; }
   bool explicit_marks() const noexcept { return explicit_; }
@@ -96,6 +100,7 @@ class StepClock {
   bool explicit_ = false;
   bool mark_pending_ = false;
   bool on_cycle_ = false;
+  bool exit_step_complete_ = true;
   uint32_t period_ = 0;
   uint64_t cycle_[kMaxPeriod] = {};  // call-sites of one step, from its first event
   CycleSite cycle_sites_[kCycleSlots] = {};

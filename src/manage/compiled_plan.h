@@ -140,7 +140,9 @@ inline bool step_starts_on_plan(int64_t step, uint32_t period, int64_t first_ste
 // while it waits for the step's end), made while the detector's period is not the plan's (it re-detected
 // the step structure in the middle of the step), carrying a tag the plan does not know as a step-local
 // object where the profile had one (`match`: match_tag), or out of the plan's order (`order`, which this
-// call updates: BirthOrder): the rest of that step is first-touch and issues no move.
+// call updates: BirthOrder): the rest of that step is first-touch and issues no move. (A step that went
+// through the plan's whole period before it went past it, such as an evaluation pass after the optimizer's
+// step, still counts as managed: PlanExecutor.)
 inline bool event_leaves_plan(uint32_t event, uint32_t period, uint32_t plan_period, TagAtEvent match,
                               std::span<const uint64_t> expected, BirthOrder& order) {
   return event >= plan_period || period != plan_period || !match.expected ||

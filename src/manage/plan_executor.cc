@@ -26,8 +26,12 @@ void PlanExecutor::stop() {
   }
 }
 
-void PlanExecutor::finish() {
+void PlanExecutor::finish(bool step_complete) {
   if (step_ < 0) return;
+  if (step_deviated_ && !step_complete) {
+    step_deviated_ = false;
+    step_managed_ = false;
+  }
   end_step();
   step_ = -1;
   phase_ = 0;
@@ -43,6 +47,8 @@ void PlanExecutor::begin_step(int64_t step, uint32_t period) {
   }
   step_ = step;
   step_deviated_ = false;
+  step_reached_end_ = false;
+  step_overran_ = false;
   order_.reset();
   step_managed_ = plan_ != nullptr && step_starts_on_plan(step, period, first_step_, plan_->period());
   observer_->on_step_begin(step, step_managed_);
@@ -52,6 +58,8 @@ void PlanExecutor::begin_step(int64_t step, uint32_t period) {
 void PlanExecutor::restart_step(uint32_t period) {
   waiting_.clear();
   step_deviated_ = false;
+  step_reached_end_ = false;
+  step_overran_ = false;
   order_.reset();
   step_managed_ = plan_ != nullptr && step_starts_on_plan(step_, period, first_step_, plan_->period());
 }
@@ -180,8 +188,12 @@ void PlanExecutor::on_alloc(ObjectRef ref, uint64_t tag, uint64_t bytes, Tier ti
   live_[ref.key()] = o;
   by_tag_[tag] = ref.key();
   observer_->on_object_changed(ref, tag, true, tier, false);
-  if (!step_managed_ || step_deviated_ || step != step_) return;
+  if (!step_managed_ || step_deviated_ || step_overran_ || step != step_) return;
 
+  if (step_reached_end_ && event >= plan_->period()) {
+    step_overran_ = true;  // births first-touch from here, as the birth gate decides (event_leaves_plan)
+    return;
+  }
   if (event_leaves_plan(event, period, plan_->period(), match, plan_->expected_tags(), order_)) {
     step_deviated_ = true;
     waiting_.clear();
@@ -203,6 +215,7 @@ void PlanExecutor::on_alloc(ObjectRef ref, uint64_t tag, uint64_t bytes, Tier ti
       awaited_[m.need_phase].push_back(Awaited{it->first, m.tag, step_ + m.need_step_offset});
     }
   }
+  if (event + 1 == plan_->period()) step_reached_end_ = true;
 }
 
 void PlanExecutor::on_free(ObjectRef ref) {

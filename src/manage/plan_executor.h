@@ -104,9 +104,11 @@ class PlanExecutor {
   void stop();
   // The program ends: the step in progress is closed as any step is when the next one begins: managed when it
   // followed the plan up to the program's end (its last events may be missing: the detector's step may begin
-  // inside the loop's iteration, and the last iteration has no next one), fallback when it left it. Nothing
-  // is counted after this until the next step begins.
-  void finish();
+  // inside the loop's iteration, and the last iteration has no next one), fallback when it left it, unless
+  // the step clock found it incomplete (`step_complete` false): then it was not a training step (an
+  // evaluation pass after the last one, which leaves the plan where its events differ from the step's) and
+  // is counted as neither. Nothing is counted after this until the next step begins.
+  void finish(bool step_complete = true);
   bool has_plan() const { return plan_ != nullptr || next_plan_ != nullptr; }
   const CompiledPlan* plan() const { return plan_.get(); }
 
@@ -130,6 +132,9 @@ class PlanExecutor {
   int64_t current_step() const { return step_; }
   bool step_managed() const { return step_managed_; }
   bool step_deviated() const { return step_deviated_; }
+  // Whether the step in progress follows the plan no more: it deviated, or it went past the plan's whole
+  // period (then it still counts as managed). The birth gate's step_left says the same.
+  bool step_left_plan() const { return step_deviated_ || step_overran_; }
   // Where the executor believes the live object with this tag is (by completed moves); false if none.
   bool tier_of(uint64_t tag, Tier* tier, bool* moving) const;
   // Whether a move of the live object with this tag waits in the executor's queue (refused so far).
@@ -194,6 +199,11 @@ class PlanExecutor {
   uint32_t phase_ = 0;
   bool step_managed_ = false;
   bool step_deviated_ = false;
+  // The step went through every event of the plan's period in order (the last one passed the rule), and
+  // then past it (an evaluation pass or a checkpoint after the optimizer's step, before the next step
+  // begins): the plan has nothing more for it, it issues nothing more, and it counts as managed.
+  bool step_reached_end_ = false;
+  bool step_overran_ = false;
   BirthOrder order_;  // this step's births of the plan's step-local objects (the deviation rule)
   ExecutorStats stats_;
 };

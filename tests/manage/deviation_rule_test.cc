@@ -48,16 +48,16 @@ class DeviationRuleTest : public ::testing::Test {
   // Feeds one allocation to both; returns the gate's decision and checks that the executor agrees on
   // whether the step follows the plan after it.
   BirthDecision both(const Alloc& a) {
-    const bool was_left = executor_.step_deviated();
+    const bool was_left = executor_.step_left_plan();
     const BirthDecision d = gate_.decide(a.step, a.event, a.period, a.tag);
     executor_.on_alloc(ObjectRef{slot_++, 1}, a.tag, 100, d.want == BirthWant::kFast ? Tier::kFast : Tier::kSlow, a.step,
                        a.event, a.period);
-    const bool follows = executor_.step_managed() && !executor_.step_deviated();
+    const bool follows = executor_.step_managed() && !executor_.step_left_plan();
     if (table_.lookup(a.tag) != BirthWant::kFirstTouch) {  // a tag the plan places: placed iff followed
       EXPECT_EQ(d.want != BirthWant::kFirstTouch, follows)
           << "step " << a.step << " event " << a.event << " period " << a.period;
     }
-    EXPECT_EQ(d.deviated_now, !was_left && executor_.step_deviated())
+    EXPECT_EQ(d.deviated_now, !was_left && executor_.step_left_plan())
         << "step " << a.step << " event " << a.event << " period " << a.period;
     return d;
   }

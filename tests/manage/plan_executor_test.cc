@@ -400,6 +400,33 @@ TEST_F(ExecutorTest, FinishClosesTheLastStep) {
   left.on_alloc(ObjectRef{31, 1}, 0xbad, 2000, Tier::kFast, 0, 1, 4);
   left.finish();
   EXPECT_EQ(left.stats().fallback_steps, 1u);
+
+  // The same, where the step clock found the stretch after the last step incomplete: not a training step
+  // (an evaluation pass at the program's end, which begins as the step does), so neither managed nor fallback.
+  PlanExecutor tail(&sink);
+  tail.start(compile(), 0);
+  tail.on_alloc(ObjectRef{40, 1}, kA, 4000, Tier::kFast, 0, 0, 4);
+  tail.on_alloc(ObjectRef{41, 1}, 0xbad, 2000, Tier::kFast, 0, 1, 4);
+  tail.finish(false);
+  EXPECT_EQ(tail.stats().fallback_steps, 0u);
+  EXPECT_EQ(tail.stats().managed_steps, 0u);
+}
+
+// A step that went through every event of its plan and then allocates on before the next step begins (an
+// evaluation pass after the optimizer's step: mlp_accum_eval.py) followed its plan: it counts as managed, and
+// nothing more is issued in it. Before, it counted as a fallback step.
+TEST_F(ExecutorTest, AStepThatGoesOnPastItsWholePlanIsManaged) {
+  FakeSink sink(1 << 20);
+  PlanExecutor ex(&sink);
+  ex.start(compile(), 0);
+  for (uint32_t e = 0; e < 4; ++e) ex.on_alloc(ObjectRef{10 + e, 1}, e == 3 ? 0x77 : 0x20 + 0x10 * e, 100, Tier::kFast, 0, e, 4);
+  const size_t issued = sink.issued.size();
+  for (uint32_t e = 4; e < 9; ++e) ex.on_alloc(ObjectRef{10 + e, 1}, 0x900 + e, 100, Tier::kFast, 0, e, 4);
+  EXPECT_FALSE(ex.step_deviated());
+  EXPECT_EQ(sink.issued.size(), issued);
+  ex.on_alloc(ObjectRef{30, 1}, kA, 4000, Tier::kFast, 1, 0, 4);  // the next step begins
+  EXPECT_EQ(ex.stats().managed_steps, 1u);
+  EXPECT_EQ(ex.stats().fallback_steps, 0u);
 }
 
 TEST_F(ExecutorTest, StopEndsManagement) {

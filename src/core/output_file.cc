@@ -36,6 +36,12 @@ std::string temp_name_for(const std::string& path) {
   return dir + "." + base + suffix;
 }
 
+// "/proc/self/fd/<fd>": the name through which an unnamed file is linked (linkat, AT_SYMLINK_FOLLOW).
+struct ProcFdPath {
+  explicit ProcFdPath(int fd) { std::snprintf(text, sizeof text, "/proc/self/fd/%d", fd); }
+  char text[32];
+};
+
 // An unnamed file (O_TMPFILE) in the target's directory: no name exists until commit, so a process
 // killed while writing (SIGKILL at a job's time limit, the OOM killer) leaves nothing behind. It is
 // used only where the file can be named later through /proc/self/fd (linkat with AT_EMPTY_PATH needs
@@ -43,9 +49,7 @@ std::string temp_name_for(const std::string& path) {
 int open_unnamed_in(const std::string& dir) {
   const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, kOutputFileMode);
   if (fd < 0) return -1;
-  char self[40];
-  std::snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
-  if (::access(self, F_OK) != 0) {
+  if (::access(ProcFdPath(fd).text, F_OK) != 0) {
     ::close(fd);
     return -1;
   }
@@ -87,11 +91,10 @@ Status OutputFile::create_named_temp() {
 // cannot replace an existing file). Only the two calls between here and rename leave a window in which
 // a kill leaves the temporary.
 int OutputFile::name_unnamed() {
-  char self[40];
-  std::snprintf(self, sizeof self, "/proc/self/fd/%d", fd_);
+  const ProcFdPath self(fd_);
   for (int attempt = 0; attempt < 64; ++attempt) {
     temp_path_ = temp_name_for(path_);
-    if (::linkat(AT_FDCWD, self, AT_FDCWD, temp_path_.c_str(), AT_SYMLINK_FOLLOW) == 0) {
+    if (::linkat(AT_FDCWD, self.text, AT_FDCWD, temp_path_.c_str(), AT_SYMLINK_FOLLOW) == 0) {
       unnamed_ = false;
       return 0;
     }

@@ -107,7 +107,7 @@ void StepDetector::run_period_jobs(uint64_t t) noexcept {
     auto compare = [&](uint64_t q) {
       ++j.compared;
       if (!same(q, q - p)) ++j.mismatches;
-      if (clock_.locked_ && foreign(q)) ++j.foreign;
+      if (clock_.locked_ && !j.foreign_stale && foreign(q)) ++j.foreign;  // a stale job counts them again
     };
     // The newest event, unless the job was proposed by it.
     if (j.oldest + 1 != t && j.compared > 0) compare(t);
@@ -133,12 +133,9 @@ void StepDetector::run_period_jobs(uint64_t t) noexcept {
 void StepDetector::recount_foreign(uint64_t t, PeriodJob* job) noexcept {
   job->foreign_stale = false;
   if (!clock_.locked_) return;
-  job->compared = 0;
+  job->compared = static_cast<uint32_t>(t + 1 - job->stop);
   job->foreign = 0;
-  for (uint64_t q = job->stop; q <= t; ++q) {
-    ++job->compared;
-    if (foreign(q)) ++job->foreign;
-  }
+  for (uint64_t q = job->stop; q <= t; ++q) job->foreign += foreign(q) ? 1 : 0;
 }
 
 // Decides on a period that verified (`done`, its period made exact): locks it, lets it replace the locked

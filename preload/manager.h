@@ -61,6 +61,7 @@ struct ManagerReport {
   uint64_t completions_dropped = 0;
   uint64_t placement_checked_bytes = 0, placement_matching_bytes = 0;
   int64_t first_managed_step = -1;
+  int64_t last_plan_first_step = -1;  // the plan in force at the report's time: from this step on
   double migration_bw_gbps = 0;  // what the plan in force assumes
   double migration_setup_ns = 0; // the same plan's fixed cost per move
   double fault_ns_per_byte = 0;       // what the plans assume recycling a fast page costs (fault_cost.h)

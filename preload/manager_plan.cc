@@ -127,6 +127,7 @@ bool plan_and_start(Manager& m, const char* why) {
   m.stage = Stage::kManaged;
   ++m.plans;
   if (m.first_managed_step < 0) m.first_managed_step = first;
+  m.last_plan_first_step = first;
   log_write(LogLevel::kInfo,
             (std::string("managed mode: ") + why + ": " + m.plan_source + " plan in force from step " +
              std::to_string(first) + ", budget " + std::to_string(m.plan.summary.budget_bytes) + " B, " +
@@ -143,6 +144,7 @@ void drop_plan(Manager& m, const char* why) {
   m.stage = Stage::kProfiling;
   m.replan_saturated = false;
   m.planner.extra_lookahead_phases.clear();
+  m.late_lookahead.clear();
   ++m.reprofiles;
   profiler_request_profile();
   log_write(LogLevel::kInfo, (std::string("managed mode: ") + why + ": profiling again").c_str());
@@ -159,17 +161,18 @@ void log_reprofiling_stopped(Manager& m) {
                 .c_str());
 }
 
-// After a managed step: late prefetches are planned earlier, in bounded rounds, until none is late or the
-// plan stops changing; a migration channel far from the tier model's is planned as measured.
+// After a managed step: prefetches late in it and in the step before are planned earlier
+// (manage/late_lookahead.h), in bounded rounds, until none is late or the plan stops changing; a
+// migration channel far from the tier model's is planned as measured.
 void adapt_plan(Manager& m) {
-  const std::vector<uint64_t> late = m.executor->take_late_tags();
+  const std::vector<uint64_t> late = m.late_lookahead.repeated(m.executor->take_late_tags());
   if (m.replans >= g_state.config.replan_rounds || m.plan_source != "planned") return;
   migrate::ChannelTotals totals;
   const double slowdown = channel_slowdown_now(m, &totals);
   const bool channel_off = slowdown > kChannelOff || (slowdown > 0 && slowdown < 1.0 / kChannelOff);
   if (channel_off) adopt_measured_channel(m, totals, slowdown);
   if (!channel_off && (late.empty() || m.replan_saturated)) return;
-  for (uint64_t tag : late) ++m.planner.extra_lookahead_phases[tag];
+  manage::LateLookahead::raise(late, &m.planner.extra_lookahead_phases);
   Plan before = m.plan;
   ++m.replans;
   char measured[160];

@@ -35,6 +35,7 @@ ManagerReport manager_report() noexcept {
     r.placement_checked_bytes = m.checked_bytes;
     r.placement_matching_bytes = m.matching_bytes;
     r.first_managed_step = m.first_managed_step;
+    r.last_plan_first_step = m.last_plan_first_step;
     r.migration_bw_gbps = m.mem.migration_bw_gbps;
     r.migration_setup_ns = m.mem.migration_setup_ns;
     r.fault_ns_per_byte = m.mem.fault_ns_per_byte;

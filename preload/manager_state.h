@@ -27,6 +27,7 @@
 #include "manage/compiled_plan.h"
 #include "manage/plan_executor.h"
 #include "manage/profile_match.h"
+#include "manage/late_lookahead.h"
 #include "manage/reprofile_policy.h"
 #include "manage/timeline_writer.h"
 #include "migration.h"
@@ -104,10 +105,12 @@ struct Manager {
   uint32_t deviations_logged = 0;
   manage::ReprofilePolicy reprofile;  // when a plan that steps keep leaving is dropped (reprofile_policy.h)
   bool replan_saturated = false;
+  manage::LateLookahead late_lookahead;  // which late prefetches make a replan (late_lookahead.h)
   uint64_t replans = 0, plans = 0, reprofiles = 0;
   uint64_t managed_phases = 0;
   uint64_t checked_bytes = 0, matching_bytes = 0;
   int64_t first_managed_step = -1;
+  int64_t last_plan_first_step = -1;
   uint64_t plan_fresh_bytes_per_step = 0;  // modeled for the plan in force (plan/cost_model.h's fast pool)
 };
 

@@ -170,6 +170,7 @@ void add_managed(Json& j, const State& s) {
   j[key::kProfileSource] = m.profile_source;
   j[key::kPlansFromLocalRank0Profile] = m.plans_from_leader;
   j[key::kFirstManagedStep] = m.first_managed_step;
+  j[key::kLastPlanFirstStep] = m.last_plan_first_step;
   const manage::ExecutorStats& x = m.executor;
   j[key::kManagedSteps] = x.managed_steps;
   j[key::kFallbackSteps] = x.fallback_steps;

@@ -3,9 +3,10 @@
 model trained plain, under the preload in track mode, and in managed mode as a dry run (SENTINEL_DRY_RUN=1,
 the slow node simulated), in rounds that rotate the order of the modes, in one run. Prints per model
 
-  track / plain      median step time of the steady steps (the steps after the managed run's plan is in
-                     force, skipping its first: the same iterations in every mode)
-  managed / plain    the same, dry-run managed mode
+  track / plain      median step time of the steady steps (the steps under the plan the managed run kept,
+                     skipping its first: the same iterations in every mode)
+  managed / plain    the same, dry-run managed mode; and, where the run replanned for late prefetches, over
+                     the steps between its first plan and its last (each replan is a planner run)
   profiled / plain   the managed run's profiled steps (profile_first_step and the next), mean
   peak RSS           of each mode's process (wait4), managed and track against plain
 
@@ -134,12 +135,15 @@ def main():
             if any(a["losses"] != runs["plain"][0]["losses"] for m in MODES for a in runs[m]):
                 sys.exit(f"{arch}: losses differ between runs")
             firsts = [a["stats"]["first_managed_step"] for a in runs["managed"]]
-            if min(firsts) < 0 or max(firsts) + 2 >= opts.steps:
-                sys.exit(f"{arch}: too few steps after planning (first managed step {firsts}); raise --steps")
-            steady = range(max(firsts) + 1, opts.steps)
+            lasts = [a["stats"].get("last_plan_first_step", a["stats"]["first_managed_step"]) for a in runs["managed"]]
+            if min(firsts) < 0 or max(lasts) + 2 >= opts.steps:
+                sys.exit(f"{arch}: too few steps under the last plan (first managed step {firsts}, the plan in force "
+                         f"at exit from step {lasts}); raise --steps")
+            steady = range(max(lasts) + 1, opts.steps)
+            replanning = range(max(firsts) + 1, max(lasts) + 1)
 
-            def median_steady(mode):
-                return statistics.median(a["step_seconds"][i] for a in runs[mode] for i in steady)
+            def median_steady(mode, steps=steady):
+                return statistics.median(a["step_seconds"][i] for a in runs[mode] for i in steps)
 
             plain = median_steady("plain")
             profiled = [a["step_seconds"][i] for a in runs["managed"]
@@ -153,19 +157,24 @@ def main():
                 "plain_step_s": plain,
                 "track_ratio": median_steady("track") / plain,
                 "managed_ratio": median_steady("managed") / plain,
+                "replanning_ratio": (median_steady("managed", replanning) / median_steady("plain", replanning)
+                                     if len(replanning) > 0 else None),
                 "profiled_ratio": statistics.mean(profiled) / plain,
                 "rss_plain_mb": rss["plain"] / 1024, "rss_track_ratio": rss["track"] / rss["plain"],
                 "rss_managed_ratio": rss["managed"] / rss["plain"],
-                "steady_steps": list(steady),
+                "steady_steps": list(steady), "replanning_steps": list(replanning),
                 "minor_faults_per_step": faults,
                 "managed_fast_bytes_faulted_in_per_step": fresh_fast,
                 "managed": {k: runs["managed"][-1]["stats"].get(k) for k in
                             ("managed_steps", "fallback_steps", "reprofiles", "replans", "late_prefetches",
-                             "plan_fidelity", "first_managed_step", "profile_first_step")},
+                             "plan_fidelity", "first_managed_step", "last_plan_first_step", "profile_first_step")},
             }
             report[arch] = row
             print(f"{arch} b{opts.batch} {opts.size}px: plain {plain * 1e3:.0f} ms/step; track {row['track_ratio']:.3f}x, "
-                  f"managed (dry run) {row['managed_ratio']:.3f}x, profiled steps {row['profiled_ratio']:.2f}x; "
+                  f"managed (dry run) {row['managed_ratio']:.3f}x"
+                  + (f" (while replanning, steps {replanning.start}-{replanning.stop - 1}: {row['replanning_ratio']:.3f}x)"
+                     if row["replanning_ratio"] else "")
+                  + f", profiled steps {row['profiled_ratio']:.2f}x; "
                   f"peak RSS plain {row['rss_plain_mb']:.0f} MB, track {row['rss_track_ratio']:.3f}x, "
                   f"managed {row['rss_managed_ratio']:.3f}x; minor faults per step "
                   f"{' / '.join(f'{faults[m]:.0f}' for m in MODES)} (plain / track / managed), managed fast pool "

@@ -150,6 +150,8 @@ inline constexpr const char kTier[] = "tier";
 inline constexpr const char kManagedStage[] = "managed_stage";
 inline constexpr const char kPlanSource[] = "plan_source";
 inline constexpr const char kFirstManagedStep[] = "first_managed_step";
+// The step from which the plan in force at exit (the last replan's) was in force.
+inline constexpr const char kLastPlanFirstStep[] = "last_plan_first_step";
 inline constexpr const char kManagedSteps[] = "managed_steps";
 inline constexpr const char kFallbackSteps[] = "fallback_steps";
 inline constexpr const char kPlanDeviations[] = "plan_deviations";
@@ -200,7 +202,7 @@ inline constexpr const char kProfileSource[] = "profile_source";
 inline constexpr const char kPlansFromLocalRank0Profile[] = "plans_from_local_rank0_profile";
 inline constexpr const char kMode[] = "mode";
 
-inline constexpr std::array<std::string_view, 151> kAll = {
+inline constexpr std::array<std::string_view, 152> kAll = {
     kPid,
     kRank,
     kForkedChildren,
@@ -318,6 +320,7 @@ inline constexpr std::array<std::string_view, 151> kAll = {
     kProfileSource,
     kPlansFromLocalRank0Profile,
     kFirstManagedStep,
+    kLastPlanFirstStep,
     kManagedSteps,
     kFallbackSteps,
     kPlanDeviations,

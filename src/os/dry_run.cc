@@ -32,6 +32,7 @@ struct State {
   double bw = 0;
   double setup_ns = 0;
   std::atomic<uint64_t> channel_free_ns{0};  // when the modeled channel finishes the moves booked so far
+  std::atomic<uint64_t> overslept_ns{0};     // how late the last pacing sleep ended (pace)
   std::atomic<uint64_t> binds{0}, moves{0}, queries{0}, to_sim{0}, from_sim{0}, on_sim{0}, paced_ns{0};
 };
 constinit State g;
@@ -58,31 +59,37 @@ uint64_t now_ns() {
 }
 
 // The modeled channel moves `pages` pages after the moves booked before: sleep until it is done.
+//
+// The channel's clock is the book's (channel_free_ns), not the sleeps': a sleep ends 50-100 us late on a
+// busy machine, and on the many small moves of a step (a 64 KiB object costs 20 us at 3.3 GB/s) that
+// lateness would make the channel several times slower than modeled. So the next move may start as far
+// in the past as this one returned after its modeled end (as if the call had returned on time), and a
+// wait shorter than kMinSleepNs is not slept at all (that move reports done up to kMinSleepNs early; the next one waits for it). Never spinning matters
+// more than a few microseconds of completion time: on a machine whose cores the program's threads all
+// use, a spinning engine thread takes its time from them.
+constexpr uint64_t kMinSleepNs = 50000;
 void pace(uint64_t pages) {
   if (pages == 0 || g.bw <= 0) return;
   const uint64_t cost = static_cast<uint64_t>(g.setup_ns + static_cast<double>(pages * kPage) / g.bw);
   const uint64_t now = now_ns();
+  const uint64_t credit = g.overslept_ns.exchange(0, std::memory_order_relaxed);
+  const uint64_t earliest = now > credit ? now - credit : 0;
   uint64_t free_at = g.channel_free_ns.load(std::memory_order_relaxed);
   uint64_t done;
   do {
-    done = (free_at > now ? free_at : now) + cost;
+    done = (free_at > earliest ? free_at : earliest) + cost;
   } while (!g.channel_free_ns.compare_exchange_weak(free_at, done, std::memory_order_relaxed));
   g.paced_ns.fetch_add(cost, std::memory_order_relaxed);
-  // A sleep ends 50-100 us late on a busy machine, which on the many small moves of a step (a 64 KiB object
-  // costs 20 us at 3.3 GB/s) would make the channel several times slower than modeled: sleep to shortly
-  // before the end, then wait it out on the clock.
-  constexpr uint64_t kSpinNs = 150000;
-  if (done > now + kSpinNs) {
-    const uint64_t wake = done - kSpinNs;
-    timespec until{static_cast<time_t>(wake / 1000000000ull), static_cast<long>(wake % 1000000000ull)};
+  uint64_t back = now;
+  if (done >= now + kMinSleepNs) {
+    timespec until{static_cast<time_t>(done / 1000000000ull), static_cast<long>(done % 1000000000ull)};
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, nullptr) == EINTR) {
     }
+    back = now_ns();
   }
-  while (now_ns() < done) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-  }
+  // Returning after the move's modeled end (a late wake, or a move that fit in the credit) is lateness
+  // the next move gets back.
+  g.overslept_ns.store(back > done ? back - done : 0, std::memory_order_relaxed);
 }
 
 constexpr unsigned long kBits = 8 * sizeof(unsigned long);
@@ -189,6 +196,35 @@ long d_get_mempolicy(int* mode, unsigned long* mask, unsigned long maxnode, cons
   return 0;
 }
 
+// Where the kernel has each page, as move_pages(nodes = NULL) says it: status[k] = its node, or a negative
+// errno. Presence is the kernel's; a query changes nothing. With one real node every present page is on
+// it, and mincore says which are present for a fraction of the query's cost (move_pages looks up each
+// page's folio; mincore reads the page tables a run of pages at a time): the engine asks this for every
+// page it moves, twice for a move's first chunk. mincore calls a mapped zero page present, which the
+// kernel's query does not (such a page is booked as moved). Pages not in runs mincore can read (a hole,
+// an injected failure) get the kernel's query.
+bool presence(unsigned long count, void** pages, int* status) {
+  const uint64_t real = g.real_nodes;
+  if (real != 0 && (real & (real - 1)) == 0) {
+    const int node = __builtin_ctzll(real);
+    unsigned char vec[kChunk];
+    unsigned long k = 0;
+    while (k < count) {
+      const uintptr_t first = reinterpret_cast<uintptr_t>(pages[k]) & ~(kPage - 1);
+      unsigned long n = 1;
+      while (k + n < count && n < kChunk &&
+             (reinterpret_cast<uintptr_t>(pages[k + n]) & ~(kPage - 1)) == first + n * kPage) {
+        ++n;
+      }
+      if (g.next->mincore(reinterpret_cast<void*>(first), n * kPage, vec) != 0) break;
+      for (unsigned long j = 0; j < n; ++j) status[k + j] = (vec[j] & 1) != 0 ? node : -ENOENT;
+      k += n;
+    }
+    if (k == count) return true;
+  }
+  return g.next->move_pages(0, count, pages, nullptr, status, 0) >= 0;
+}
+
 long d_move_pages(int pid, unsigned long count, void** pages, const int* nodes, int* status, int flags) {
   if (pid != 0 || count == 0 || pages == nullptr || status == nullptr) {
     return g.next->move_pages(pid, count, pages, nodes, status, flags);
@@ -206,8 +242,7 @@ long d_move_pages(int pid, unsigned long count, void** pages, const int* nodes, 
       }
     }
   }
-  // Presence is the kernel's: a query changes nothing.
-  if (g.next->move_pages(0, count, pages, nullptr, status, 0) < 0) return -1;
+  if (!presence(count, pages, status)) return -1;
   uint64_t moved = 0, to_sim = 0, from_sim = 0;
   const uint8_t sim = static_cast<uint8_t>(g.simulated + 1);
   for (unsigned long k = 0; k < count; ++k) {
@@ -290,6 +325,7 @@ bool start_dry_run(const DryRunConfig& config) noexcept {
   g.bw = config.migration_bw_gbps;
   g.setup_ns = config.migration_setup_ns;
   g.channel_free_ns.store(0, std::memory_order_relaxed);
+  g.overslept_ns.store(0, std::memory_order_relaxed);
   for (auto* c : {&g.binds, &g.moves, &g.queries, &g.to_sim, &g.from_sim, &g.on_sim, &g.paced_ns}) {
     c->store(0, std::memory_order_relaxed);
   }

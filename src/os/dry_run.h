@@ -10,7 +10,8 @@
 //   location - the node the page is on (node + 1; 0: not booked, the kernel's answer holds);
 //   policy   - the node its policy names (node + 1; 0: default policy) and whether it is MPOL_BIND.
 // Presence (whether a page has been touched) stays the kernel's: every booked query asks the kernel
-// first (move_pages with nodes = NULL, which changes nothing) and books only present pages.
+// first (mincore where the machine has one real node, else move_pages with nodes = NULL; neither changes
+// anything) and books only present pages.
 // Rules, as the kernel's: mbind sets the policy of every page; pages that are not present will fault in
 // on the policy's node, so their location becomes it (mincore tells which are present); with
 // MPOL_MF_MOVE present pages move too. move_pages moves present pages (absent ones keep the kernel's
@@ -24,10 +25,11 @@
 // `real_nodes` fails as the kernel fails it (ENODEV for move_pages, EINVAL for mbind), booking nothing.
 //
 // Cost: the booked calls make one or two real system calls (the presence query, mincore) instead of the
-// placement call; a move then waits for migration_setup_ns + moved_bytes / migration_bw_gbps on a channel clock (moves
-// queue behind each other as on one channel): it sleeps, and spins the last 150 us, since sleeps end late
-// and most moves of a step are short. (A real move_pages keeps its thread busy copying all the time: the
-// dry run is kinder to the program's other threads than a real channel.) Nothing allocates; no lock is held (book bytes are
+// placement call; a move then waits for migration_setup_ns + moved_bytes / migration_bw_gbps on a channel
+// clock (moves queue behind each other as on one channel). It sleeps, never spins: the channel's clock is
+// kept in the book, so a sleep that ends late is credited to the next move and waits under 50 us are not
+// slept (pace in dry_run.cc). (A real move_pages keeps its thread busy copying all the time: the dry run
+// is kinder to the program's other threads than a real channel.) Nothing allocates; no lock is held (book bytes are
 // relaxed atomics: two threads booking one page at once leave one of their values, as two racing
 // kernel calls would).
 //

@@ -109,6 +109,11 @@ TEST(ManagedE2E, EveryStepAfterThePlanIsManagedAndTheOutputIsUnchanged) {
   const int64_t first = m.stats["first_managed_step"], last = m.stats["last_step_index"];
   ASSERT_GE(first, 0);
   EXPECT_GE(last - first, 4);
+  // One plan, or replans after it: the plan in force at exit came into force at the first step or later.
+  const int64_t last_plan = m.stats["last_plan_first_step"];
+  EXPECT_GE(last_plan, first);
+  EXPECT_LE(last_plan, last);
+  if (m.stats["replans"] == 0) EXPECT_EQ(last_plan, first);
   // Steps first..last, the last closed at exit (PlanExecutor::finish).
   EXPECT_EQ(m.stats["managed_steps"].get<int64_t>() + m.stats["fallback_steps"].get<int64_t>(), last - first + 1);
   EXPECT_EQ(m.stats["fallback_steps"], 0);

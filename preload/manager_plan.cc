@@ -172,6 +172,10 @@ void adapt_plan(Manager& m) {
   const bool channel_off = slowdown > kChannelOff || (slowdown > 0 && slowdown < 1.0 / kChannelOff);
   if (channel_off) adopt_measured_channel(m, totals, slowdown);
   if (!channel_off && (late.empty() || m.replan_saturated)) return;
+  if (!channel_off && !m.late_lookahead.improves_on_last(late.size())) {
+    m.replan_saturated = true;  // the last replan did not reduce them: this one would not either
+    return;
+  }
   manage::LateLookahead::raise(late, &m.planner.extra_lookahead_phases);
   Plan before = m.plan;
   ++m.replans;

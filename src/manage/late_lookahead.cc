@@ -14,6 +14,12 @@ std::vector<uint64_t> LateLookahead::repeated(const std::vector<uint64_t>& late_
   return again;
 }
 
+bool LateLookahead::improves_on_last(size_t n) {
+  if (n == 0 || (last_replan_tags_ != 0 && n >= last_replan_tags_)) return false;
+  last_replan_tags_ = n;
+  return true;
+}
+
 void LateLookahead::raise(const std::vector<uint64_t>& tags, std::unordered_map<uint64_t, uint32_t>* extra_phases) {
   for (uint64_t tag : tags) {
     uint32_t& extra = (*extra_phases)[tag];

@@ -11,11 +11,15 @@
 // The rule: a tag counts when it was late in this managed step and in the one before (`repeated`). Each
 // time it counts, its extra lookahead doubles (1, 2, 4, ... phases, at most kMaxExtraPhases): one phase
 // is one allocation event, which in a long step is a millisecond or less, and a prefetch late by tens of
-// phases needed as many replans when each added one.
+// phases needed as many replans when each added one. And a replan must pay: after one made for n tags,
+// the next is made only for fewer than n (`improves_on_last`). Prefetches that stay late however early
+// they are planned wait on something lookahead does not change (the budget, a full channel); ViT-B/16 at
+// batch 16 went 12, 2, 2, 2, 4, 5, 8 and replanned every step.
 //
 // Thread safety: none (the manager calls it on the service thread).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <unordered_map>
 #include <unordered_set>
@@ -32,11 +36,18 @@ class LateLookahead {
   std::vector<uint64_t> repeated(const std::vector<uint64_t>& late_now);
   // Doubles the extra lookahead of each tag (from 0 to 1).
   static void raise(const std::vector<uint64_t>& tags, std::unordered_map<uint64_t, uint32_t>* extra_phases);
-  // Forgets the step before (a new profile: its tags mean other objects).
-  void clear() { before_.clear(); }
+  // Whether a replan for n tags may be made: the first always, then only for fewer than the last one
+  // made. Records n when it may.
+  bool improves_on_last(size_t n);
+  // Forgets the steps before and the replans made (a new profile: its tags mean other objects).
+  void clear() {
+    before_.clear();
+    last_replan_tags_ = 0;
+  }
 
  private:
   std::unordered_set<uint64_t> before_;
+  size_t last_replan_tags_ = 0;  // 0: no replan made yet
 };
 
 }  // namespace sentinel::manage

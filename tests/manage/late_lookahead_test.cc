@@ -26,6 +26,18 @@ TEST(LateLookahead, ClearForgetsTheStepBefore) {
   EXPECT_EQ(l.repeated({7}), Tags{7});
 }
 
+TEST(LateLookahead, AReplanIsMadeOnlyForFewerTagsThanTheLastOne) {
+  LateLookahead l;
+  EXPECT_FALSE(l.improves_on_last(0));
+  EXPECT_TRUE(l.improves_on_last(12));
+  EXPECT_TRUE(l.improves_on_last(2));
+  EXPECT_FALSE(l.improves_on_last(2)) << "the replan for 2 left 2: another would not help";
+  EXPECT_FALSE(l.improves_on_last(5));
+  EXPECT_TRUE(l.improves_on_last(1));
+  l.clear();
+  EXPECT_TRUE(l.improves_on_last(7)) << "a new profile starts over";
+}
+
 TEST(LateLookahead, EachRaiseDoublesTheExtraLookaheadUpToTheCap) {
   std::unordered_map<uint64_t, uint32_t> extra{{9, 3}};
   LateLookahead::raise({1}, &extra);

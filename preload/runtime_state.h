@@ -46,6 +46,8 @@ struct Counters {
   std::atomic<uint64_t> slow_tails_kept_bytes{0};
   std::atomic<uint64_t> slow_tails_dropped_bytes{0};
   std::atomic<uint64_t> parked_tails_dropped_bytes{0};
+  // Of parked_tails_dropped_bytes: dropped in a dry run's books only, their pages kept (drop_parked_tail).
+  std::atomic<uint64_t> parked_tails_kept_bytes{0};
   // Fast births under a budget whose empty pages were faulted in with one call (runtime.cc, populate_birth).
   std::atomic<uint64_t> fast_births_populated_bytes{0};
   // Of empty_birth_bytes: births into extents whose pages a dry run kept after the books returned them

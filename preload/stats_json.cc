@@ -113,6 +113,7 @@ void add_placement(Json& j, const State& s) {
   j[key::kSlowTailsKeptBytes] = s.counters.slow_tails_kept_bytes.load();
   j[key::kSlowTailsDroppedBytes] = s.counters.slow_tails_dropped_bytes.load();
   j[key::kParkedTailsDroppedBytes] = s.counters.parked_tails_dropped_bytes.load();
+  j[key::kParkedTailsKeptBytes] = s.counters.parked_tails_kept_bytes.load();
   j[key::kParkedTailsKept] = !s.drop_parked_tails.load();
   j[key::kFastBirthsPopulatedBytes] = s.counters.fast_births_populated_bytes.load();
   j[key::kKeptBirthBytes] = s.counters.kept_birth_bytes.load();

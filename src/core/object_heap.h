@@ -119,6 +119,10 @@ struct ObjectRecord {
   // A slow object in the extent of a larger class: its pages past the charge may be resident (the runtime
   // keeps them at the birth and drops them before a move to the fast node). false at each birth.
   bool slow_tail = false;
+  // Dry runs: bytes past the charge that the books dropped (a smaller object took the parked extent) but whose
+  // pages stay mapped; the runtime books their faults when a later life covers them (preload/runtime.cc,
+  // drop_parked_tail and place_extent). Set and cleared by the thread that owns the extent's life.
+  uint64_t kept_tail_bytes = 0;
   std::atomic<uint16_t> bound_node_plus1{0};  // node the extent is mbind-ed to, plus one; 0 = never bound
   uint8_t move_to_pool = 0;
   uint8_t move_reserved = 0;  // the move's bytes are counted in move_to_pool (placer begin_move)

@@ -98,6 +98,7 @@ inline constexpr const char kSlowTailsDroppedBytes[] = "slow_tails_dropped_bytes
 // The same for parked fast extents, which keep those pages until the budget first turns a planned-fast birth
 // away (parked_tails_kept: still keeping them at exit).
 inline constexpr const char kParkedTailsDroppedBytes[] = "parked_tails_dropped_bytes";
+inline constexpr const char kParkedTailsKeptBytes[] = "parked_tails_kept_bytes";
 inline constexpr const char kParkedTailsKept[] = "parked_tails_kept";
 // Fast births under a budget whose pages were faulted in with one call (preload/runtime.cc, populate_birth).
 inline constexpr const char kFastBirthsPopulatedBytes[] = "fast_births_populated_bytes";
@@ -202,7 +203,7 @@ inline constexpr const char kProfileSource[] = "profile_source";
 inline constexpr const char kPlansFromLocalRank0Profile[] = "plans_from_local_rank0_profile";
 inline constexpr const char kMode[] = "mode";
 
-inline constexpr std::array<std::string_view, 152> kAll = {
+inline constexpr std::array<std::string_view, 153> kAll = {
     kPid,
     kRank,
     kForkedChildren,
@@ -272,6 +273,7 @@ inline constexpr std::array<std::string_view, 152> kAll = {
     kSlowTailsKeptBytes,
     kSlowTailsDroppedBytes,
     kParkedTailsDroppedBytes,
+    kParkedTailsKeptBytes,
     kParkedTailsKept,
     kFastBirthsPopulatedBytes,
     kKeptBirthBytes,

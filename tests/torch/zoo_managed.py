@@ -113,6 +113,11 @@ def check_model(opts, arch, tmp):
             row["failures"].append(f"{stats['reprofiles']} re-profiles")
         if first >= 0 and stats["managed_steps"] != expected:
             row["failures"].append(f"{stats['managed_steps']} managed steps of the {expected} after planning")
+        # A dry run drops the tails of parked extents in its books only (preload/runtime.cc, drop_parked_tail).
+        row["parked_tails_kept_bytes"] = stats.get("parked_tails_kept_bytes")
+        if stats.get("parked_tails_kept_bytes") != stats.get("parked_tails_dropped_bytes"):
+            row["failures"].append(f"{stats.get('parked_tails_dropped_bytes')} bytes of parked tails dropped, "
+                                   f"{stats.get('parked_tails_kept_bytes')} of them kept")
     # The memory Sentinel holds: managed mode has two pools whose caches must not keep extents the other one
     # needs (object_heap.h), so at its peak the live objects and the fast pool's cache hold about what track
     # mode's heap holds (moves may delay a recycle a little). A birth may take a cached extent of a larger class,

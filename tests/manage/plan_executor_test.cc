@@ -386,30 +386,26 @@ TEST_F(ExecutorTest, FinishClosesTheLastStep) {
   ex.finish();  // nothing more to close
   EXPECT_EQ(ex.stats().managed_steps, 1u);
 
-  PlanExecutor cut(&sink);
-  cut.start(compile(), 0);
-  cut.on_alloc(ObjectRef{20, 1}, kA, 4000, Tier::kFast, 0, 0, 4);
-  cut.on_alloc(ObjectRef{21, 1}, kB, 2000, Tier::kFast, 0, 1, 4);
-  cut.finish();
-  EXPECT_EQ(cut.stats().managed_steps, 1u);
-  EXPECT_EQ(cut.stats().fallback_steps, 0u);
+  // A program that ends two events into a step whose second birth has `second`'s tag.
+  const auto ended_after_two_births = [&](uint32_t slot, uint64_t second, bool step_complete) {
+    PlanExecutor cut(&sink);
+    cut.start(compile(), 0);
+    cut.on_alloc(ObjectRef{slot, 1}, kA, 4000, Tier::kFast, 0, 0, 4);
+    cut.on_alloc(ObjectRef{slot + 1, 1}, second, 2000, Tier::kFast, 0, 1, 4);
+    cut.finish(step_complete);
+    return cut.stats();
+  };
+  const ExecutorStats cut = ended_after_two_births(20, kB, true);
+  EXPECT_EQ(cut.managed_steps, 1u);
+  EXPECT_EQ(cut.fallback_steps, 0u);
 
-  PlanExecutor left(&sink);
-  left.start(compile(), 0);
-  left.on_alloc(ObjectRef{30, 1}, kA, 4000, Tier::kFast, 0, 0, 4);
-  left.on_alloc(ObjectRef{31, 1}, 0xbad, 2000, Tier::kFast, 0, 1, 4);
-  left.finish();
-  EXPECT_EQ(left.stats().fallback_steps, 1u);
+  EXPECT_EQ(ended_after_two_births(30, 0xbad, true).fallback_steps, 1u);
 
   // The same, where the step clock found the stretch after the last step incomplete: not a training step
   // (an evaluation pass at the program's end, which begins as the step does), so neither managed nor fallback.
-  PlanExecutor tail(&sink);
-  tail.start(compile(), 0);
-  tail.on_alloc(ObjectRef{40, 1}, kA, 4000, Tier::kFast, 0, 0, 4);
-  tail.on_alloc(ObjectRef{41, 1}, 0xbad, 2000, Tier::kFast, 0, 1, 4);
-  tail.finish(false);
-  EXPECT_EQ(tail.stats().fallback_steps, 0u);
-  EXPECT_EQ(tail.stats().managed_steps, 0u);
+  const ExecutorStats tail = ended_after_two_births(40, 0xbad, false);
+  EXPECT_EQ(tail.fallback_steps, 0u);
+  EXPECT_EQ(tail.managed_steps, 0u);
 }
 
 // A step that went through every event of its plan and then allocates on before the next step begins (an

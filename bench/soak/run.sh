@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The long soak: tests/preload/soak_program (a small model's allocation pattern, every buffer written)
 # under the preload for many steps, in track and in managed mode; prints each metric's slope per step
-# after warm-up (resident bytes, /proc/self/maps lines, heap extents, system-allocator bytes in use) and
-# the wall time. A leak shows as a positive slope; flat is ~0.
+# after warm-up (resident bytes, mappings counted as runs of /proc/self/maps lines, heap extents,
+# system-allocator bytes in use) and the wall time. A leak shows as a positive slope; flat is ~0.
 #
 #   bench/soak/run.sh [STEPS] [BUILD_DIR]          (default 5000 steps, ./build)
 #   bench/soak/run.sh --torch [STEPS] [BUILD_DIR]  a PyTorch MLP with SGD instead (bench/soak/torch_soak.py,

@@ -40,9 +40,19 @@ def resident_bytes():
         return int(f.read().split()[1]) * PAGE
 
 
-def maps_lines():
+def mapping_runs():
+    """Mappings of /proc/self/maps as runs of lines: a line that continues the one before it (same
+    permissions and backing, starting at its end) is one mapping split by mbind (soak_program.cc)."""
+    runs, prev = 0, None
     with open("/proc/self/maps", "rb") as f:
-        return f.read().count(b"\n")
+        for line in f:
+            fields = line.split()
+            start, end = (int(x, 16) for x in fields[0].split(b"-"))
+            key = (fields[1], fields[3], fields[4], fields[5:])
+            if prev is None or prev[0] != start or prev[1] != key:
+                runs += 1
+            prev = (end, key)
+    return runs
 
 
 def sentinel_static_resident_bytes():
@@ -113,7 +123,7 @@ def main():
         if footprint_fn is not None:
             footprint_fn(ctypes.byref(fp))
         every[0][step] = resident_bytes()
-        every[1][step] = maps_lines()
+        every[1][step] = mapping_runs()
         every[2][step] = fp.extents
         every[3][step] = fp.cached_resident_bytes
         if args.proc_dir and step in (warmup, (warmup + args.steps) // 2, args.steps - 1):
@@ -126,7 +136,7 @@ def main():
             m = libc.mallinfo2()
             sparse[0][(step - warmup) // args.sample_every] = m.uordblks + m.hblkhd
             sparse[1][(step - warmup) // args.sample_every] = sentinel_static_resident_bytes()
-    for name, ys in (("resident_bytes", every[0]), ("maps_lines", every[1]), ("heap_extents", every[2]),
+    for name, ys in (("resident_bytes", every[0]), ("mapping_runs", every[1]), ("heap_extents", every[2]),
                      ("cached_resident_bytes", every[3])):
         ys = ys[warmup:]
         print(f"slope {name} {slope(ys):.6f} first={ys[0]} last={ys[-1]}")

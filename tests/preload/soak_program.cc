@@ -5,9 +5,10 @@
 // After each step it samples what must stay flat: resident memory (statm: the kernel's counters; not a
 // walk of smaps or smaps_rollup, which is best-effort while another thread changes the mappings, as
 // Sentinel's do: the kernel drops mmap_lock when contended and resumes, and in the guest such a walk
-// read 21 MiB below statm and varied by MiBs from step to step), /proc/self/maps lines (mbind can
-// split mappings), the object heap's extents (sentinel_get_footprint) and the system allocator's bytes
-// in use (mallinfo2: the loop itself makes no small allocations, so growth there is Sentinel's own).
+// read 21 MiB below statm and varied by MiBs from step to step), the mappings of /proc/self/maps (as
+// runs of lines: mbind splits mappings), the object heap's extents (sentinel_get_footprint) and the
+// system allocator's bytes in use (mallinfo2: the loop itself makes no small allocations, so growth
+// there is Sentinel's own).
 //
 //   soak_program STEPS [WARMUP_STEPS]
 // With SOAK_MOVES=1 (two nodes), each step also moves one of kLayers persistent 64 KiB objects to the
@@ -55,16 +56,43 @@ uint64_t resident_bytes() {
   return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
 }
 
-uint64_t maps_lines() {
-  static char buf[1 << 16];
+// The program's mappings, counted as runs: a /proc/self/maps line that continues the one before it (its
+// start is that line's end, with the same permissions and the same backing) is the same mapping split by
+// mbind, whose policy differs between the parts. Sentinel's moves change those policies every step, so
+// the raw line count goes up and down by a few from step to step (guest.soak_managed: 99-106 lines over a
+// run, splits only), which a slope over 100 steps took for growth. A new mapping that the kernel could not
+// merge into its neighbour still adds a run.
+uint64_t mapping_runs() {
+  static char buf[1 << 20];
   const int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return 0;
-  uint64_t lines = 0;
+  size_t used = 0;
   ssize_t n;
-  while ((n = read(fd, buf, sizeof buf)) > 0)
-    for (ssize_t i = 0; i < n; ++i) lines += buf[i] == '\n';
+  while (used < sizeof buf - 1 && (n = read(fd, buf + used, sizeof buf - 1 - used)) > 0) used += size_t(n);
   close(fd);
-  return lines;
+  buf[used] = '\0';
+  uint64_t runs = 0;
+  unsigned long long prev_end = 0;
+  char prev_perms[8] = "", prev_backing[320] = "";
+  for (char* line = buf; *line != '\0';) {
+    char* next = std::strchr(line, '\n');
+    if (next != nullptr) *next = '\0';
+    unsigned long long start = 0, end = 0;
+    char perms[8] = "", device[32] = "", path[256] = "";
+    unsigned long long offset = 0, inode = 0;
+    std::sscanf(line, "%llx-%llx %7s %llx %31s %llu %255s", &start, &end, perms, &offset, device, &inode, path);
+    char backing[320];
+    std::snprintf(backing, sizeof backing, "%s %llu %s", device, inode, path);
+    const bool continues = start == prev_end && std::strcmp(perms, prev_perms) == 0 &&
+                           std::strcmp(backing, prev_backing) == 0;
+    runs += continues ? 0 : 1;
+    prev_end = end;
+    std::strcpy(prev_perms, perms);
+    std::strcpy(prev_backing, backing);
+    if (next == nullptr) break;
+    line = next + 1;
+  }
+  return runs;
 }
 
 // Copies /proc/self/<name> to <dir>/<step>.<name> (no allocation: the copy must not disturb the run).
@@ -183,7 +211,7 @@ int main(int argc, char** argv) {
     if (footprint != nullptr) footprint(&f);
     const struct mallinfo2 m = mallinfo2();
     samples[static_cast<size_t>(step)] =
-        Sample{static_cast<double>(resident_bytes()), static_cast<double>(maps_lines()),
+        Sample{static_cast<double>(resident_bytes()), static_cast<double>(mapping_runs()),
                static_cast<double>(f.extents), static_cast<double>(m.uordblks + m.hblkhd)};
     if (proc_dir != nullptr && (step == 0 || step == warmup || step == (warmup + steps) / 2 || step == steps - 1))
       for (const char* name : {"status", "smaps", "numa_maps"}) copy_proc_file(proc_dir, step, name);
@@ -199,7 +227,7 @@ int main(int argc, char** argv) {
     double Sample::*field;
   };
   const Metric metrics[] = {{"resident_bytes", &Sample::rss},
-                            {"maps_lines", &Sample::maps},
+                            {"mapping_runs", &Sample::maps},
                             {"heap_extents", &Sample::extents},
                             {"malloc_bytes", &Sample::malloc_bytes}};
   for (const Metric& m : metrics) {

@@ -60,10 +60,12 @@ void expect_flat(const char* mode) {
   // varies; 12 of 196 moves not done in that run), which was not traced further. One step of one anywhere
   // in the window fits a slope of at most 1.5 per window; growth that goes on does not. A clean-clone CI of
   // 2026-12-06 saw 1.92 (two added), so the guest allows two: 3.0 at most, where an extent leaked every
-  // 30 steps gives 3.3 and one a step 100.
+  // 30 steps gives 3.3 and one a step 100. Mappings are counted as runs of /proc/self/maps lines
+  // (soak_program's mapping_runs): the raw line count went up and down by 2 from step to step as moves
+  // changed the policies of parts of one mapping, and a CI run on 2026-12-07 read that as 4.3 added.
   const double most_added = guest ? 3.1 : 1.0;
   EXPECT_LT(slopes.at("heap_extents") * window, most_added);
-  EXPECT_LT(slopes.at("maps_lines") * window, most_added);
+  EXPECT_LT(slopes.at("mapping_runs") * window, most_added);
   // Resident memory: below a page per step (the loop touches ~10 MiB per step, all of it freed). statm's
   // count (soak_program explains why not a walk of smaps_rollup). In the two-node guest, two pages: there
   // managed mode adds resident memory once, ~250 KiB (half file pages first used, half anonymous), at a

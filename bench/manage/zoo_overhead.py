@@ -164,6 +164,8 @@ def main():
                 "rss_managed_ratio": rss["managed"] / rss["plain"],
                 "steady_steps": list(steady), "replanning_steps": list(replanning),
                 "minor_faults_per_step": faults,
+                "step_seconds": {m: [a["step_seconds"] for a in runs[m]] for m in MODES},
+                "step_minor_faults": {m: [a["step_minor_faults"] for a in runs[m]] for m in MODES},
                 "managed_fast_bytes_faulted_in_per_step": fresh_fast,
                 "managed": {k: runs["managed"][-1]["stats"].get(k) for k in
                             ("managed_steps", "fallback_steps", "reprofiles", "replans", "late_prefetches",

@@ -211,6 +211,7 @@ bool simulate_slow_node(topo::Topology* topology) {
                         "running as a pass-through allocator");
     return false;
   }
+  g_state.heap.keep_pages_across_pools(true);
   const std::string real_slow =
       topology->tiered() ? "; the real slow node " + std::to_string(topology->slow_node) + " is left alone" : "";
   topology->slow_node = dry.simulated_node;

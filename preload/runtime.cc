@@ -9,6 +9,7 @@
 #include "core/hash.h"
 #include "core/text_buf.h"
 #include "os/futex.h"
+#include "os/dry_run.h"
 #include "os/measure_clock.h"
 #include "os/os.h"
 #include "os/resident.h"
@@ -273,14 +274,22 @@ uint32_t place_extent(State& s, const ObjectRequest& q, uint64_t request, place:
 // (the slow tier has no CPUs). Counting the object where the placer chose would hide fast pages from
 // the budget, or tell the migration engine that a slow object is fast. EINVAL says the kernel has no
 // such node (a topology given by SENTINEL_SYSFS_ROOT, as the one-node tests do): every bind to it fails
-// alike, and the books keep the placer's choice (bind_failures counts them).
-bool bind_extent(State& s, ObjectRecord& r, uint16_t bound, const place::Decision& d) noexcept {
+// alike, and the books keep the placer's choice (bind_failures counts them). With `kept_pages` (a dry run's
+// kept pages: the heap's *kept) a recycled extent keeps them: it is bound, and the book puts its pages on
+// the new node as if they had been dropped and faulted in there (os/dry_run.h), the faults the birth books.
+// Dropping them cost vit_b_16 at batch 16, 128 px, 12,000 real faults a dry-run step (docs/results.md).
+bool bind_extent(State& s, ObjectRecord& r, uint16_t bound, const place::Decision& d, bool kept_pages) noexcept {
   std::string_view why;
   void* start = reinterpret_cast<void*>(r.start);
   bool dropped = false;
   int err = 0;
-  const bool ok = bound == 0 ? s.placer.bind(start, r.extent_bytes, d, &why, &err)
-                             : s.placer.rebind(start, r.extent_bytes, d, &why, &dropped, &err);
+  bool ok;
+  if (bound == 0 || kept_pages) {
+    ok = s.placer.bind(start, r.extent_bytes, d, &why, &err);
+    if (ok && bound != 0) os::dry_run_book_refault(start, r.extent_bytes);
+  } else {
+    ok = s.placer.rebind(start, r.extent_bytes, d, &why, &dropped, &err);
+  }
   if (ok) {
     r.bound_node_plus1.store(static_cast<uint16_t>(d.node + 1), std::memory_order_relaxed);
     return dropped;
@@ -364,7 +373,9 @@ __attribute__((noinline)) void* alloc_object(const ObjectRequest& q, bool* zeroe
     if (d.pool == place::kFastPool) s.counters.unplanned_fast_bytes.fetch_add(r.charge, std::memory_order_relaxed);
   }
   const uint16_t bound = r.bound_node_plus1.load(std::memory_order_relaxed);
-  if (s.placer.enabled() && bound != d.node + 1 && bind_extent(s, r, bound, d)) fresh_zero = true;
+  if (s.placer.enabled() && bound != d.node + 1 && bind_extent(s, r, bound, d, kept && s.config.dry_run)) {
+    fresh_zero = true;
+  }
   if (fresh_zero || kept) {
     // Kept pages (a dry run) are booked as a tiered machine would take them: faulted in, at the birth.
     const uint8_t pool = r.pool.load(std::memory_order_relaxed);

@@ -51,7 +51,8 @@ struct Counters {
   // Fast births under a budget whose empty pages were faulted in with one call (runtime.cc, populate_birth).
   std::atomic<uint64_t> fast_births_populated_bytes{0};
   // Of empty_birth_bytes: births into extents whose pages a dry run kept after the books returned them
-  // (ObjectHeap::trim_cached with keep_pages): faults a tiered machine takes and the dry run only books.
+  // (ObjectHeap::trim_cached with keep_pages; another pool's extent, ObjectHeap::keep_pages_across_pools):
+  // faults a tiered machine takes and the dry run only books.
   std::atomic<uint64_t> kept_birth_bytes{0};
   // Time the program's threads spent turning fast pages over under a budget, on the step clock: parked
   // pages dropped for room or past a smaller object's class, and fast births' pages faulted in

@@ -166,6 +166,8 @@ def main():
                 "minor_faults_per_step": faults,
                 "step_seconds": {m: [a["step_seconds"] for a in runs[m]] for m in MODES},
                 "step_minor_faults": {m: [a["step_minor_faults"] for a in runs[m]] for m in MODES},
+                "maxrss_mb": {m: [a["maxrss_kb"] / 1024 for a in runs[m]] for m in MODES},
+                "stats": {m: [a["stats"] for a in runs[m]] for m in MODES if m != "plain"},
                 "managed_fast_bytes_faulted_in_per_step": fresh_fast,
                 "managed": {k: runs["managed"][-1]["stats"].get(k) for k in
                             ("managed_steps", "fallback_steps", "reprofiles", "replans", "late_prefetches",

@@ -200,7 +200,10 @@ uint32_t ObjectHeap::allocate(uint64_t size, uint64_t align, uint8_t pool, bool*
     // them (a failed madvise leaves them resident, and the caller's rebind drops them or fails visibly).
     if (taken_from != nullptr) *taken_from = r.pool.load(std::memory_order_relaxed);
     if (taken_resident != nullptr) *taken_resident = r.resident;
-    if (r.resident && os::madvise(reinterpret_cast<void*>(r.start), r.extent_bytes, MADV_DONTNEED) == 0) {
+    if (r.resident && keep_across_pools_.load(std::memory_order_relaxed) && !zero_first) {
+      r.resident = false;  // a dry run: the books return them, the pages stay (*kept below)
+      r.pages_kept = true;
+    } else if (r.resident && os::madvise(reinterpret_cast<void*>(r.start), r.extent_bytes, MADV_DONTNEED) == 0) {
       r.resident = false;
     }
     r.pool.store(pool, std::memory_order_relaxed);

@@ -186,7 +186,8 @@ class ObjectHeap {
   // whether the extent is known to read as zeros (never used, or returned to the kernel since).
   // With `zero_first` (calloc) it takes a cached extent whose pages were returned (reads as zeros) before a
   // resident one. When `pool` has no extent of the class but another pool does, that extent is taken (a
-  // returned one before a resident one), its pages returned to the kernel, and it joins `pool`;
+  // returned one before a resident one), its pages returned to the kernel (kept instead where
+  // keep_pages_across_pools is on and the request is not zero_first: *kept tells), and it joins `pool`;
   // *taken_from (when given) is then set to the pool it came from and *taken_resident to whether its
   // pages were resident (a parked fast extent's bytes must leave the budget); otherwise *taken_from is
   // kMaxPools. The caller binds the extent to its new pool's node before first touch. *kept (when given)
@@ -238,6 +239,11 @@ class ObjectHeap {
   // Resident bytes the heap may hold (live extents and cached resident ones, see the header) before freed
   // extents are trimmed (0 = trim every free).
   void set_resident_limit(uint64_t bytes) noexcept { resident_limit_.store(bytes, std::memory_order_relaxed); }
+
+  // A dry run's pools share the real node (os/dry_run.h): an extent another pool had cached keeps its
+  // resident pages when a birth takes it, as kept pages (allocate's *kept), where a tiered machine returns
+  // them and faults them in on the new pool's node. Set once, before any allocation.
+  void keep_pages_across_pools(bool on) noexcept { keep_across_pools_.store(on, std::memory_order_relaxed); }
 
   HeapStats stats() const noexcept;
   uintptr_t base() const noexcept { return base_; }
@@ -296,6 +302,7 @@ class ObjectHeap {
   uint32_t cache_head_[kNumSizeClasses][kMaxPools][3] = {};
   HeapStats stats_;
   std::atomic<uint64_t> resident_limit_{64ull << 20};
+  std::atomic<bool> keep_across_pools_{false};
   // stats_.cached_kept_bytes, readable without the lock: release() takes no extra lock where nothing is kept
   // (every run but a dry run).
   std::atomic<uint64_t> kept_hint_{0};

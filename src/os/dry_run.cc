@@ -127,14 +127,18 @@ int d_munmap(void* addr, size_t len) {
   return r;
 }
 
+// Dropped pages fault in again on their policy's node (or where the kernel puts them by default).
+void book_refault(uintptr_t a, size_t len) {
+  for (uintptr_t p = a & ~(kPage - 1); p < a + len; p += kPage) {
+    set_location(page_at(p), static_cast<uint8_t>(page_at(p).policy.load(std::memory_order_relaxed) & ~kBindBit));
+  }
+}
+
 int d_madvise(void* addr, size_t len, int advice) {
   const int r = g.next->madvise(addr, len, advice);
   const auto a = reinterpret_cast<uintptr_t>(addr);
   if (r != 0 || advice != MADV_DONTNEED || !covered(a, len)) return r;
-  // Dropped pages fault in again on their policy's node (or where the kernel puts them by default).
-  for (uintptr_t p = a & ~(kPage - 1); p < a + len; p += kPage) {
-    set_location(page_at(p), static_cast<uint8_t>(page_at(p).policy.load(std::memory_order_relaxed) & ~kBindBit));
-  }
+  book_refault(a, len);
   return r;
 }
 
@@ -343,6 +347,13 @@ void stop_dry_run() noexcept {
 }
 
 bool dry_run_running() noexcept { return g.running.load(std::memory_order_acquire); }
+
+bool dry_run_book_refault(void* addr, size_t len) noexcept {
+  const auto a = reinterpret_cast<uintptr_t>(addr);
+  if (!g.running.load(std::memory_order_acquire) || !covered(a, len)) return false;
+  book_refault(a, len);
+  return true;
+}
 
 DryRunCounts dry_run_counts() noexcept {
   DryRunCounts c;

@@ -71,6 +71,11 @@ bool start_dry_run(const DryRunConfig& config) noexcept;
 // Restores the table that was active before and unmaps the book. Counts stay readable.
 void stop_dry_run() noexcept;
 bool dry_run_running() noexcept;
+// Books [addr, addr + len) as MADV_DONTNEED would leave it, without dropping anything: every page on its
+// policy's node, where a dropped page faults in again. For pages a tiered machine returns and faults in
+// on another node that the dry run keeps (the caller books those faults). False, booking nothing, when no
+// dry run is running or the range is not wholly in the book.
+bool dry_run_book_refault(void* addr, size_t len) noexcept;
 DryRunCounts dry_run_counts() noexcept;
 
 }  // namespace sentinel::os

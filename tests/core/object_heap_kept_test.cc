@@ -178,6 +178,34 @@ TEST_F(KeptPagesTest, AnotherPoolTakesAKeptExtentAfterReturnedOnesAndBeforeResid
   EXPECT_EQ(heap_.stats().cached_resident_bytes, heap_.record(resident_slot).extent_bytes);
 }
 
+// A dry run's pools share the real node (keep_pages_across_pools): another pool's resident extent keeps its
+// pages and bytes when a birth takes it, reported kept (the birth books the faults), never zeroed; it still
+// says it came resident from that pool (a parked fast extent's bytes must leave the budget). calloc gets zeros.
+TEST_F(KeptPagesTest, AcrossPoolsInADryRunAResidentExtentKeepsItsPages) {
+  heap_.keep_pages_across_pools(true);
+  const uint32_t a = cached_filled(100000, 7);
+  bool zeroed = true, kept = false, from_resident = false;
+  uint8_t from = kMaxPools;
+  const uint32_t s = heap_.allocate(100000, kPageSize, 1, &zeroed, false, &from, &from_resident, &kept);
+  ASSERT_EQ(s, a);
+  EXPECT_EQ(from, 0);
+  EXPECT_TRUE(from_resident);
+  EXPECT_TRUE(kept);
+  EXPECT_FALSE(zeroed);
+  EXPECT_EQ(heap_.record(s).pool.load(), 1);
+  EXPECT_EQ(pages_in_core(s), heap_.record(s).extent_bytes / kPageSize) << "no page was dropped";
+  EXPECT_EQ(static_cast<unsigned char*>(reinterpret_cast<void*>(heap_.record(s).start))[99999], 7);
+  EXPECT_EQ(heap_.stats().cached_resident_bytes, 0u);
+  // calloc: the pages are returned for real, so the birth reads zeros.
+  EXPECT_TRUE(heap_.release(s));
+  const uint32_t c = heap_.allocate(100000, kPageSize, 2, &zeroed, /*zero_first=*/true, &from, &from_resident, &kept);
+  ASSERT_EQ(c, a);
+  EXPECT_EQ(from, 1);
+  EXPECT_TRUE(zeroed);
+  EXPECT_FALSE(kept);
+  EXPECT_EQ(pages_in_core(c), 0u);
+}
+
 // A kept extent of a larger class (up to twice) gives its pages to a birth that would fault its own in: the
 // birth reads the kept bytes, and the kept extent, mapped again without pages, serves its class as a returned one.
 TEST_F(KeptPagesTest, ABirthThatWouldFaultTakesTheKeptPagesOfALargerClass) {

@@ -142,6 +142,27 @@ TEST(DryRun, BindPlacesPagesNotYetTouchedAndDontneedBringsThemBackThere) {
   EXPECT_EQ(dry_run_counts().pages_on_simulated, 0u);
 }
 
+// dry_run_book_refault: what MADV_DONTNEED books (every page on its policy's node) while the pages and their
+// bytes stay: a kept extent bound to another node is where a tiered machine would fault it in again.
+TEST(DryRun, BookedRefaultMovesPresentPagesToTheirPolicysNodeAndKeepsTheirBytes) {
+  Booked b(16);
+  ASSERT_TRUE(b.started);
+  b.touch(0, 16);
+  std::string_view why;
+  int err = 0;
+  ASSERT_TRUE(place::bind_range(b.base, b.len, kSim, place::BindMode::kPreferred, false, &why, &err)) << why;
+  for (int n : b.nodes(0, 16)) EXPECT_EQ(n, 0) << "present pages stay without MPOL_MF_MOVE";
+  ASSERT_TRUE(dry_run_book_refault(b.base, b.len));
+  for (int n : b.nodes(0, 16)) EXPECT_EQ(n, kSim);
+  EXPECT_TRUE(b.intact(0, 16));
+  EXPECT_EQ(dry_run_counts().pages_on_simulated, 16u);
+  EXPECT_EQ(dry_run_counts().moves, 0u) << "no modeled move";
+  // Outside the book nothing is booked.
+  char outside[kPage];
+  EXPECT_FALSE(dry_run_book_refault(outside, sizeof outside));
+  EXPECT_FALSE(dry_run_book_refault(b.base, b.len + kPage));
+}
+
 TEST(DryRun, CallsOutsideTheRangeGoToTheKernel) {
   Booked b(4);
   ASSERT_TRUE(b.started);

@@ -60,8 +60,8 @@ bool print_stats_summary(const std::string& path, std::string* error) {
                  "modeled), the kernel's placement untouched; step times are this machine's own, not a tiered machine's\n",
                  j.value(key::kSlowNode, -1), human_seconds(j.value(key::kDryRunChannelSeconds, 0.0)).c_str());
     if (u(key::kKeptBirthBytes) > 0) {
-      std::fprintf(stderr, "  DRY RUN, faults booked    %s of fast births took pages the budget had returned (kept, not "
-                   "faulted in again: a tiered machine faults them in)\n",
+      std::fprintf(stderr, "  DRY RUN, faults booked    %s of births took pages the budget had returned or another "
+                   "pool held (kept, not faulted in again: a tiered machine faults them in)\n",
                    human_bytes(static_cast<double>(u(key::kKeptBirthBytes))).c_str());
     }
   }

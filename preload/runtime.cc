@@ -373,9 +373,7 @@ __attribute__((noinline)) void* alloc_object(const ObjectRequest& q, bool* zeroe
     if (d.pool == place::kFastPool) s.counters.unplanned_fast_bytes.fetch_add(r.charge, std::memory_order_relaxed);
   }
   const uint16_t bound = r.bound_node_plus1.load(std::memory_order_relaxed);
-  if (s.placer.enabled() && bound != d.node + 1 && bind_extent(s, r, bound, d, kept && s.config.dry_run)) {
-    fresh_zero = true;
-  }
+  if (s.placer.enabled() && bound != d.node + 1 && bind_extent(s, r, bound, d, kept)) fresh_zero = true;
   if (fresh_zero || kept) {
     // Kept pages (a dry run) are booked as a tiered machine would take them: faulted in, at the birth.
     const uint8_t pool = r.pool.load(std::memory_order_relaxed);

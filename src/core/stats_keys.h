@@ -103,8 +103,8 @@ inline constexpr const char kParkedTailsKept[] = "parked_tails_kept";
 // Fast births under a budget whose pages were faulted in with one call (preload/runtime.cc, populate_birth).
 inline constexpr const char kFastBirthsPopulatedBytes[] = "fast_births_populated_bytes";
 // Dry runs: births into extents whose pages the books returned (for room, or as another pool's, on another
-// node) and the dry run kept (their faults are booked, in empty_birth_bytes_*), the kept pages cached at exit, and kept pages returned for real over the
-// heap's resident limit (core/object_heap.h).
+// node) and the dry run kept (their faults are booked, in empty_birth_bytes_*), the kept pages cached at exit,
+// and kept pages returned for real over the heap's resident limit (core/object_heap.h).
 inline constexpr const char kKeptBirthBytes[] = "kept_birth_bytes";
 inline constexpr const char kCachedKeptBytes[] = "cached_kept_bytes";
 inline constexpr const char kKeptDroppedBytes[] = "kept_dropped_bytes";

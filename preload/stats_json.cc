@@ -65,7 +65,6 @@ void add_run(Json& j, const State& s) {
   j[key::kCachedKeptBytes] = heap.cached_kept_bytes;
   j[key::kKeptDroppedBytes] = heap.kept_dropped_bytes;
   j[key::kKeptHandedOverBytes] = heap.kept_handed_over_bytes;
-  j[key::kExtentsRetired] = heap.extents_retired;
   j[key::kReservedBytes] = s.heap.reserved_bytes();
   j[key::kCallSiteCacheMisses] = s.sites.cache_misses();
   j[key::kDroppedLogMessages] = s.log.dropped();

@@ -2,6 +2,8 @@
 
 #include <sys/mman.h>
 
+#include <cerrno>
+
 #include "os/os.h"
 
 namespace sentinel {
@@ -266,16 +268,20 @@ bool ObjectHeap::hand_over(ObjectRecord& to, uint32_t donor) noexcept {
   ObjectRecord& k = records_[donor];
   const uint64_t bytes = to.extent_bytes;
   void* from = reinterpret_cast<void*>(k.start);
-  // The first `bytes` of the donor's mapping, pages and all, replace the extent's (empty) mapping.
-  const bool moved = os::mremap(from, bytes, bytes, MREMAP_MAYMOVE | MREMAP_FIXED, reinterpret_cast<void*>(to.start)) !=
-                     MAP_FAILED;
-  bool restored = true;
+  const int saved_errno = errno;  // the program's malloc() succeeds either way: its errno stays
+  // The first `bytes` of the donor's mapping, pages and all, replace the extent's (empty) mapping, in one
+  // call that leaves the donor's range mapped (MREMAP_DONTUNMAP: empty, its advice and memory policy kept).
+  // Never a hole in the heap's range, not even for a moment: the kernel gives another thread's mmap the
+  // highest gap that fits, which such a hole is, and mapping the range again then overwrote that mapping,
+  // which was handed out as an extent as well (resnet18 under PyTorch 2, dry run: the software sampler's
+  // tables, written by a tensor, then a SIGSEGV). A kernel without the flag (before 5.7) hands nothing over.
+  bool moved = false;
+  if (!dontunmap_unsupported_.load(std::memory_order_relaxed)) {
+    moved = os::mremap(from, bytes, bytes, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP,
+                       reinterpret_cast<void*>(to.start)) != MAP_FAILED;
+    if (!moved && errno == EINVAL) dontunmap_unsupported_.store(true, std::memory_order_relaxed);
+  }
   if (moved) {
-    // The donor's range is unmapped there now: map it again, empty, with the advice its class has (the
-    // heap's range was mapped once, MADV_NOHUGEPAGE, init()), and return the pages past what moved.
-    restored = os::mmap(from, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,
-                        -1, 0) != MAP_FAILED;
-    if (restored) os::madvise(from, bytes, k.extent_bytes >= kHugePageSize ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
     // If the rest cannot be returned it holds the last object's bytes: the extent stays a kept one (never
     // reported zeroed, its faults still booked), not a returned one that calloc would take as zeros.
     const bool rest_returned =
@@ -283,19 +289,14 @@ bool ObjectHeap::hand_over(ObjectRecord& to, uint32_t donor) noexcept {
         os::madvise(reinterpret_cast<char*>(from) + bytes, k.extent_bytes - bytes, MADV_DONTNEED) == 0;
     k.resident = false;
     k.pages_kept = !rest_returned;
-    // Both ranges' memory policies changed hands with the mappings: each is bound afresh at its next birth.
-    k.bound_node_plus1.store(0, std::memory_order_relaxed);
+    // The moved mapping brought the donor's memory policy (and advice): the birth binds afresh. The donor's
+    // range keeps its own.
     to.bound_node_plus1.store(0, std::memory_order_relaxed);
   }
+  errno = saved_errno;
   SpinGuard guard(lock_);
   if (moved) stats_.kept_handed_over_bytes += bytes;
-  if (restored) {
-    push_cached_locked(donor);  // kept again if nothing moved, returned if its pages did
-  } else {
-    // A hole in the heap's range: the extent is never handed out again (nothing else maps there).
-    ++stats_.extents_retired;
-    stats_.retired_bytes += k.extent_bytes;
-  }
+  push_cached_locked(donor);  // kept again if nothing moved, returned if its pages did
   return moved;
 }
 

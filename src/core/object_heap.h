@@ -26,7 +26,7 @@
 // below, never hold the heap above the most it held without them (they are returned for real first). An
 // allocation that would fault its pages in (a fresh or returned extent) takes those of a kept extent of a
 // larger class of its pool, up to twice its own, instead: mremap moves them into its range, and the kept
-// extent, mapped again empty, becomes a returned one (hand_over). So a kept page serves any class, not
+// extent, left mapped and empty, becomes a returned one (hand_over). So a kept page serves any class, not
 // only its own, as the kernel's free pages would on a tiered machine.
 //
 // Every extent has a record in a fixed table, handed out in order as extents are carved and never given
@@ -146,15 +146,12 @@ struct HeapStats {
   // The most the heap held resident without its kept pages, taken after each allocation: what it would hold
   // had every page the books returned been returned for real. Kept pages never raise the heap above it.
   uint64_t peak_unkept_resident_bytes = 0;
-  // Kept pages handed to an extent of a smaller class that would have faulted its own in (hand_over), and
-  // extents that can never be handed out again because their range could not be mapped again after that.
+  // Kept pages handed to an extent of a smaller class that would have faulted its own in (hand_over).
   uint64_t kept_handed_over_bytes = 0;
-  uint64_t extents_retired = 0;
-  uint64_t retired_bytes = 0;
   // Live extents count as resident (their pages are the object's); cached ones as `resident` and
   // `pages_kept` say.
   uint64_t resident_bytes() const noexcept {
-    return carved_bytes - cached_bytes - retired_bytes + cached_resident_bytes + cached_kept_bytes;
+    return carved_bytes - cached_bytes + cached_resident_bytes + cached_kept_bytes;
   }
   // The most resident_bytes() has been, taken after each allocation: the heap's share of the process's
   // peak RSS; above peak_object_bytes, what the caches held at that moment.
@@ -273,8 +270,8 @@ class ObjectHeap {
   // A kept extent of `pool` of a class above `cls`, at most `max_extent_bytes`, out of its list; kNoSlot if none.
   uint32_t pop_donor_locked(uint32_t cls, uint8_t pool, uint64_t max_extent_bytes) noexcept;
   // Moves the donor's first to.extent_bytes of pages (a kept extent out of every list) into `to`, an extent
-  // without pages that nobody else reaches, with mremap: the birth gets pages without faults, and the donor
-  // becomes a returned extent. False (the donor kept again) when the kernel refuses the move.
+  // without pages that nobody else reaches, with mremap (MREMAP_DONTUNMAP): the birth gets pages without
+  // faults, and the donor becomes a returned extent. False (the donor kept again) when the kernel refuses.
   bool hand_over(ObjectRecord& to, uint32_t donor) noexcept;
   // Kept pages (dry runs) the heap must return for real: those that hold it above the limit, or above the
   // most it held without them (peak_unkept_resident_bytes): keeping them saves faults the books count, and
@@ -303,6 +300,8 @@ class ObjectHeap {
   HeapStats stats_;
   std::atomic<uint64_t> resident_limit_{64ull << 20};
   std::atomic<bool> keep_across_pools_{false};
+  // The kernel refused MREMAP_DONTUNMAP (before Linux 5.7): kept pages are not handed over (hand_over).
+  std::atomic<bool> dontunmap_unsupported_{false};
   // stats_.cached_kept_bytes, readable without the lock: release() takes no extra lock where nothing is kept
   // (every run but a dry run).
   std::atomic<uint64_t> kept_hint_{0};

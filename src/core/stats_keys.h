@@ -111,7 +111,6 @@ inline constexpr const char kKeptDroppedBytes[] = "kept_dropped_bytes";
 // Kept pages moved (mremap) into an extent of a smaller class that would have faulted its own in, and extents
 // never handed out again because their range could not be mapped again after such a move (core/object_heap.h).
 inline constexpr const char kKeptHandedOverBytes[] = "kept_handed_over_bytes";
-inline constexpr const char kExtentsRetired[] = "extents_retired";
 // Time the program's threads spent dropping parked fast pages and faulting fast births in (runtime.cc).
 inline constexpr const char kFastTurnoverNs[] = "fast_turnover_ns";
 inline constexpr const char kBindFailures[] = "bind_failures";
@@ -280,7 +279,6 @@ inline constexpr std::array<std::string_view, 153> kAll = {
     kCachedKeptBytes,
     kKeptDroppedBytes,
     kKeptHandedOverBytes,
-    kExtentsRetired,
     kFastTurnoverNs,
     kBindFailures,
     kRebindsMoving,

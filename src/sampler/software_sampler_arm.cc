@@ -109,7 +109,15 @@ bool SoftwareSampler::arm_entry(Tables& t, uint32_t index, const SampleRegion& r
   w.touch_flags.store(0, std::memory_order_relaxed);
   // Publish (index, then arming) before reading the release count: a concurrent release() either
   // finds this window or has already counted, which the ticket check below sees.
-  slot.window.store(index + 1, std::memory_order_seq_cst);
+  // Only into an empty index: the caller saw none, but an allocating thread may have armed the slot's next
+  // life since (arm_birth). release() restores the one window the index names, so overwriting it (and then
+  // freeing this entry when the ticket check below fails) left that birth window protected on a freed
+  // extent, where a later remap of its pages (realloc) would carry the protection out of every window.
+  uint32_t no_window = 0;
+  if (!slot.window.compare_exchange_strong(no_window, index + 1, std::memory_order_seq_cst)) {
+    st.skipped_duplicate.fetch_add(1, std::memory_order_relaxed);
+    return false;  // never published: the entry is still free
+  }
   const uint64_t arming = next_word(word, kArming);
   w.word.store(arming, std::memory_order_seq_cst);
   if (st.high_water.load(std::memory_order_relaxed) < index + 1) st.high_water.store(index + 1, std::memory_order_release);

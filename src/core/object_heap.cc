@@ -98,6 +98,27 @@ uint32_t ObjectHeap::pop_cached_locked(uint32_t cls, uint8_t pool, uint64_t alig
   return kNoSlot;
 }
 
+uint32_t ObjectHeap::pop_with_pages_locked(uint32_t cls, uint8_t pool, uint64_t align, bool* other_pool) noexcept {
+  // Its own pool's first: another pool's resident extents may serve that pool's next births, and taking
+  // them before this pool's kept ones held densenet121's heap 60-110 MB higher at its peak (dry run, 20%).
+  for (const int list : {kResident, kKept}) {
+    const uint32_t slot = pop_list_locked(cls, pool, list, align);
+    if (slot != kNoSlot) return slot;
+  }
+  for (const int list : {kResident, kKept}) {
+    for (uint8_t other = 0; other < kMaxPools; ++other) {
+      if (other == pool) continue;
+      const uint32_t slot = pop_list_locked(cls, other, list, align);
+      if (slot != kNoSlot) {
+        ++stats_.extents_from_other_pool;
+        *other_pool = true;
+        return slot;
+      }
+    }
+  }
+  return kNoSlot;
+}
+
 uint32_t ObjectHeap::pop_other_pool_locked(uint32_t cls, uint8_t pool, uint64_t align) noexcept {
   // Returned extents first: taking one costs the other pool nothing it could reuse without faults.
   for (const int list : {kReturned, kKept, kResident}) {
@@ -172,7 +193,10 @@ uint32_t ObjectHeap::allocate(uint64_t size, uint64_t align, uint8_t pool, bool*
   uint32_t donor = kNoSlot;
   {
     SpinGuard guard(lock_);
-    slot = pop_cached_locked(cls, pool, align, zero_first);
+    slot = keep_across_pools_.load(std::memory_order_relaxed) && !zero_first
+               ? pop_with_pages_locked(cls, pool, align, &other_pool)
+               : kNoSlot;
+    if (slot == kNoSlot) slot = pop_cached_locked(cls, pool, align, zero_first);
     if (slot == kNoSlot) {
       slot = pop_other_pool_locked(cls, pool, align);
       other_pool = slot != kNoSlot;

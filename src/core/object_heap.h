@@ -239,7 +239,9 @@ class ObjectHeap {
 
   // A dry run's pools share the real node (os/dry_run.h): an extent another pool had cached keeps its
   // resident pages when a birth takes it, as kept pages (allocate's *kept), where a tiered machine returns
-  // them and faults them in on the new pool's node. Set once, before any allocation.
+  // them and faults them in on the new pool's node; and allocate takes an extent with pages (its pool's
+  // resident, then kept, then another pool's) before one without, whose pages would fault in for real.
+  // Set once, before any allocation.
   void keep_pages_across_pools(bool on) noexcept { keep_across_pools_.store(on, std::memory_order_relaxed); }
 
   HeapStats stats() const noexcept;
@@ -259,6 +261,9 @@ class ObjectHeap {
   uint32_t unlink_head_locked(uint32_t cls, uint8_t pool, int list) noexcept;
   uint32_t pop_list_locked(uint32_t cls, uint8_t pool, int list, uint64_t align) noexcept;
   uint32_t pop_other_pool_locked(uint32_t cls, uint8_t pool, uint64_t align) noexcept;
+  // With keep_across_pools_ (a dry run): an extent with pages, `pool`'s resident then kept ones, then another
+  // pool's (*other_pool set); kNoSlot when no pool has one of the class.
+  uint32_t pop_with_pages_locked(uint32_t cls, uint8_t pool, uint64_t align, bool* other_pool) noexcept;
   // One past the last class from `cls` up whose extents are at most `max_extent_bytes` (`cls` counts).
   static uint32_t classes_end(uint32_t cls, uint64_t max_extent_bytes) noexcept;
   // A new life for the extent in `slot`: its size set, its generation bumped, live, its birth pending.

@@ -207,6 +207,42 @@ TEST_F(KeptPagesTest, AcrossPoolsInADryRunAResidentExtentKeepsItsPages) {
   EXPECT_EQ(pages_in_core(c), 0u);
 }
 
+// And in a dry run a birth takes another pool's extent with pages before its own pool's returned one (which
+// would fault for real); its own pool's pages come first. Without it, its own pool's returned extent.
+TEST_F(KeptPagesTest, AcrossPoolsInADryRunPagesComeBeforeReturnedOnes) {
+  const uint32_t own_returned = live_filled(100000, 1), other_resident = live_filled(100000, 2);
+  EXPECT_FALSE(heap_.release(own_returned, /*drop_pages=*/true));
+  bool zeroed = false;
+  const uint32_t moved = heap_.allocate(100000, kPageSize, 1, &zeroed);  // pool 1's, then cached there
+  ASSERT_EQ(moved, own_returned);
+  EXPECT_FALSE(heap_.release(moved, /*drop_pages=*/true));
+  EXPECT_TRUE(heap_.release(other_resident));
+  // Pool 1 caches a returned extent of the class, pool 0 a resident one.
+  bool kept = false;
+  uint8_t from = kMaxPools;
+  bool from_resident = false;
+  heap_.keep_pages_across_pools(true);
+  uint32_t s = heap_.allocate(100000, kPageSize, 1, &zeroed, false, &from, &from_resident, &kept);
+  EXPECT_EQ(s, other_resident);
+  EXPECT_EQ(from, 0);
+  EXPECT_TRUE(kept);
+  EXPECT_FALSE(zeroed);
+  // Its own pool's pages before another's: pool 0 now caches nothing, pool 1 the resident one again.
+  EXPECT_TRUE(heap_.release(s));
+  s = heap_.allocate(100000, kPageSize, 1, &zeroed, false, &from, &from_resident, &kept);
+  EXPECT_EQ(s, other_resident);
+  EXPECT_EQ(from, kMaxPools);
+  EXPECT_TRUE(heap_.release(s));
+  // Off (a run with a real slow node): pool 0, which caches nothing now, takes pool 1's returned extent
+  // before its resident one (pop_other_pool_locked), and faults it in.
+  heap_.keep_pages_across_pools(false);
+  s = heap_.allocate(100000, kPageSize, 0, &zeroed, false, &from, &from_resident, &kept);
+  EXPECT_EQ(s, own_returned);
+  EXPECT_EQ(from, 1);
+  EXPECT_TRUE(zeroed);
+  EXPECT_FALSE(kept);
+}
+
 // A kept extent of a larger class (up to twice) gives its pages to a birth that would fault its own in: the
 // birth reads the kept bytes, and the kept extent, still mapped but without pages, serves its class as a returned one.
 TEST_F(KeptPagesTest, ABirthThatWouldFaultTakesTheKeptPagesOfALargerClass) {

@@ -105,23 +105,14 @@ uint32_t ObjectHeap::pop_with_pages_locked(uint32_t cls, uint8_t pool, uint64_t 
     const uint32_t slot = pop_list_locked(cls, pool, list, align);
     if (slot != kNoSlot) return slot;
   }
-  for (const int list : {kResident, kKept}) {
-    for (uint8_t other = 0; other < kMaxPools; ++other) {
-      if (other == pool) continue;
-      const uint32_t slot = pop_list_locked(cls, other, list, align);
-      if (slot != kNoSlot) {
-        ++stats_.extents_from_other_pool;
-        *other_pool = true;
-        return slot;
-      }
-    }
-  }
-  return kNoSlot;
+  const uint32_t slot = pop_other_pool_locked(cls, pool, align, {kResident, kKept});
+  *other_pool = slot != kNoSlot;
+  return slot;
 }
 
-uint32_t ObjectHeap::pop_other_pool_locked(uint32_t cls, uint8_t pool, uint64_t align) noexcept {
-  // Returned extents first: taking one costs the other pool nothing it could reuse without faults.
-  for (const int list : {kReturned, kKept, kResident}) {
+uint32_t ObjectHeap::pop_other_pool_locked(uint32_t cls, uint8_t pool, uint64_t align,
+                                           std::initializer_list<int> lists) noexcept {
+  for (const int list : lists) {
     for (uint8_t other = 0; other < kMaxPools; ++other) {
       if (other == pool) continue;
       const uint32_t slot = pop_list_locked(cls, other, list, align);
@@ -198,7 +189,8 @@ uint32_t ObjectHeap::allocate(uint64_t size, uint64_t align, uint8_t pool, bool*
                : kNoSlot;
     if (slot == kNoSlot) slot = pop_cached_locked(cls, pool, align, zero_first);
     if (slot == kNoSlot) {
-      slot = pop_other_pool_locked(cls, pool, align);
+      // Returned extents first: taking one costs the other pool nothing it could reuse without faults.
+      slot = pop_other_pool_locked(cls, pool, align, {kReturned, kKept, kResident});
       other_pool = slot != kNoSlot;
     }
     if (slot == kNoSlot) {

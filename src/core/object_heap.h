@@ -40,6 +40,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 
 #include "core/size_class.h"
 #include "core/spin_lock.h"
@@ -260,7 +261,8 @@ class ObjectHeap {
   // Takes the first extent of a non-empty list out of it (the cache's byte counts follow; next_cached reset).
   uint32_t unlink_head_locked(uint32_t cls, uint8_t pool, int list) noexcept;
   uint32_t pop_list_locked(uint32_t cls, uint8_t pool, int list, uint64_t align) noexcept;
-  uint32_t pop_other_pool_locked(uint32_t cls, uint8_t pool, uint64_t align) noexcept;
+  // Another pool's extent of the class, from the first of `lists` that has one in any pool; kNoSlot if none.
+  uint32_t pop_other_pool_locked(uint32_t cls, uint8_t pool, uint64_t align, std::initializer_list<int> lists) noexcept;
   // With keep_across_pools_ (a dry run): an extent with pages, `pool`'s resident then kept ones, then another
   // pool's (*other_pool set); kNoSlot when no pool has one of the class.
   uint32_t pop_with_pages_locked(uint32_t cls, uint8_t pool, uint64_t align, bool* other_pool) noexcept;

@@ -245,6 +245,7 @@ class SoftwareSampler {
   // One line on stderr (write(2), async-signal-safe) about a fault that is about to kill the program.
   static void note_fatal_fault(const Tables* t, const siginfo_t* info, const void* ucontext);
   bool claim(Tables& t, uintptr_t addr, void* ucontext);
+  bool repair_to_state(Tables& t, Window& w, uint64_t word, uintptr_t start, uintptr_t end);
   bool repair_lost_restore(Tables& t, uintptr_t addr);
   void restore_window(Tables& t, Window& w, bool count_as_touch);
   void disarm_locked(Tables& t);

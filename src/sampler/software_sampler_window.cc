@@ -55,19 +55,39 @@ bool SoftwareSampler::repair_lost_restore(Tables& t, uintptr_t addr) {
   return false;
 }
 
+// Async-signal-safe. A fault in the pages of a window whose state says they are accessible (restored) or
+// readable (read-only): they get that protection, under the claim protocol (a window that changed
+// meanwhile is left to the access's next fault). True: the access runs again; false when the kernel refuses
+// (the fault then goes on, as the retry would only fault again).
+bool SoftwareSampler::repair_to_state(Tables& t, Window& w, uint64_t word, uintptr_t start, uintptr_t end) {
+  const uint64_t s = state_of(word);
+  if (!w.word.compare_exchange_strong(word, next_word(word, kRestoring), std::memory_order_acq_rel)) {
+    return true;  // changed meanwhile: the access decides again
+  }
+  const bool repaired = (s == kRestored ? make_accessible(start, end) : make_read_only(start, end)) == 0;
+  (repaired ? t.stats.faults_repaired : t.stats.mprotect_failures).fetch_add(1, std::memory_order_relaxed);
+  w.word.store(next_word(next_word(word, kRestoring), s), std::memory_order_release);
+  return repaired;
+}
+
 // Async-signal-safe. Returns true if the faulting access should simply be retried.
 bool SoftwareSampler::claim(Tables& t, uintptr_t addr, void* ucontext) {
   Stats& st = t.stats;
   const uint64_t epoch = st.epoch.load(std::memory_order_acquire);
   const bool write = fault_was_write(ucontext);
+  Window* restored = nullptr;  // the first restored window over the address
   for (const Tables::EntryRange& range : t.in_use()) for (uint32_t i = range.begin; i < range.end; ++i) {
     Window& w = t.windows[i];
     uint64_t word = w.word.load(std::memory_order_acquire);
     const uint64_t s = state_of(word);
-    if (s != kArming && s != kArmed && s != kRestoring && s != kReadOnly) continue;
+    if (s != kArming && s != kArmed && s != kRestoring && s != kReadOnly && s != kRestored) continue;
     const uintptr_t start = w.start.load(std::memory_order_relaxed);
     const uintptr_t end = w.end.load(std::memory_order_relaxed);
     if (addr < start || addr >= end) continue;
+    if (s == kRestored) {  // only if no window claims the fault (below)
+      if (restored == nullptr) restored = &w;
+      continue;
+    }
     // A fault in a window that is still arming is claimed too: usually the fault shows that the owner's
     // mprotect(PROT_NONE) has taken effect. A fault the kernel delivered late (from the window's previous
     // arming) may be claimed before that mprotect instead; the owner, whose compare-exchange to kArmed then
@@ -95,8 +115,9 @@ bool SoftwareSampler::claim(Tables& t, uintptr_t addr, void* ucontext) {
       return true;
     }
     if (s == kReadOnly) {
-      // A read that faulted before the window became readable only needs to run again.
-      if (!write) return true;
+      // A read faulted on a read-only window: its pages are protected beyond the state (as above, or the
+      // fault came before the claim made them readable): given the state's protection, and run again.
+      if (!write) return repair_to_state(t, w, word, start, end);
       if (w.word.compare_exchange_strong(word, next_word(word, kRestoring), std::memory_order_acq_rel)) {
         if (make_accessible(start, end) != 0) {
           st.mprotect_failures.fetch_add(1, std::memory_order_relaxed);
@@ -116,7 +137,20 @@ bool SoftwareSampler::claim(Tables& t, uintptr_t addr, void* ucontext) {
     while (state_of(w.word.load(std::memory_order_acquire)) == kRestoring) os::yield_cpu();
     return true;
   }
-  // Not in an armed window. It may have been restored between the fault and this scan: retry once.
+  if (restored != nullptr) {
+    // Restored, yet the access faulted: the pages are protected under a restored state. That is Sentinel's
+    // own doing: a claim whose restore ran before an arming's mprotect(PROT_NONE), until the arming thread
+    // settles the window (settle_claimed_while_arming), or a fault the kernel delivered late. Before, the
+    // access was retried once and then went to the program, fatal for one with its own SIGSEGV handler (a
+    // U-Net in a managed dry run under Python's faulthandler died of it in about 1 run of 10; the arming
+    // thread can be descheduled for milliseconds). A program that protects sampled pages itself would not
+    // see this fault; repair_lost_restore() leaves it those of windows no longer in use.
+    const uint64_t word = restored->word.load(std::memory_order_acquire);
+    if (state_of(word) != kRestored) return true;  // changed meanwhile: the access decides again
+    return repair_to_state(t, *restored, word, restored->start.load(std::memory_order_relaxed),
+                           restored->end.load(std::memory_order_relaxed));
+  }
+  // Not in a window in use. It may have been restored between the fault and this scan: retry once.
   if (t_retry_addr == addr && t_retry_epoch == epoch) {
     t_retry_addr = 0;
     return false;

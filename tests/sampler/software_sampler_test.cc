@@ -555,17 +555,22 @@ TEST(SoftwareSamplerDeathTest, ALostRestoreIsRepairedNotFatal) {
 // The page next to the window, protected as well, is not the sampler's: that fault stays fatal. A program
 // with its own SIGSEGV handler has the window's pages repaired too while the window is in use (restored,
 // yet protected: Sentinel's own race, see claim()), and gets the fault on the page next to them.
+// Two pages, a window over the first (restored, then protected again: a lost restore), both protected.
+char* lose_the_first_pages_restore(SoftwareSampler& s) {
+  static Mapping mine(2);
+  SampleRegion r = region_of(mine, 0);
+  r.len = 4096;  // the window can only be on the first page
+  lose_a_restore(s, mine, r);
+  return mine.base;
+}
+
 TEST(SoftwareSamplerDeathTest, OnlyTheWindowsPagesAreRepaired) {
   EXPECT_EXIT(
       {
         no_core_dumps();
         SoftwareSampler s;
         if (!s.start({}, nullptr)) _exit(5);
-        static Mapping mine(2);
-        SampleRegion r = region_of(mine, 0);
-        r.len = 4096;  // the window can only be on the first page
-        lose_a_restore(s, mine, r);
-        reinterpret_cast<volatile char*>(mine.base)[4096] = 3;  // not in any window
+        reinterpret_cast<volatile char*>(lose_the_first_pages_restore(s))[4096] = 3;  // not in any window
         _exit(6);
       },
       ::testing::KilledBySignal(SIGSEGV), "not in a software-sampler window");
@@ -573,11 +578,7 @@ TEST(SoftwareSamplerDeathTest, OnlyTheWindowsPagesAreRepaired) {
       {
         SoftwareSampler s;
         start_with_program_plain_handler(s);
-        static Mapping mine(2);
-        SampleRegion r = region_of(mine, 0);
-        r.len = 4096;
-        lose_a_restore(s, mine, r);
-        write_all(mine.base, 4096, 3);  // the window's page: repaired (before: the program's handler, 43)
+        write_all(lose_the_first_pages_restore(s), 4096, 3);  // repaired (before: the program's handler, 43)
         _exit(s.stats().faults_repaired == 1 ? 0 : 7);
       },
       ::testing::ExitedWithCode(0), "");
@@ -585,11 +586,7 @@ TEST(SoftwareSamplerDeathTest, OnlyTheWindowsPagesAreRepaired) {
       {
         SoftwareSampler s;
         start_with_program_plain_handler(s);
-        static Mapping mine(2);
-        SampleRegion r = region_of(mine, 0);
-        r.len = 4096;
-        lose_a_restore(s, mine, r);
-        reinterpret_cast<volatile char*>(mine.base)[4096] = 3;  // not in any window: the program's handler
+        reinterpret_cast<volatile char*>(lose_the_first_pages_restore(s))[4096] = 3;  // the program's handler
         _exit(6);
       },
       ::testing::ExitedWithCode(43), "");

@@ -227,11 +227,6 @@ bool rearm_now(const Profiler& p, uint32_t phase, uint64_t now) {
 
 void on_alloc(Profiler& p, LiveObjects& live, const ObjectEvent& e) {
   const uint64_t key = instance_key(e.slot, e.generation);
-  // The detector began the step over (an event of the step at or before the last one): it took the births
-  // of another pass for the step's start, such as an evaluation pass after the optimizer's step. Profiled,
-  // both passes' births land on the same events, and the plan then expects some that a training step never
-  // makes (a Transformer classifier with an eval pass every 5 steps left its plan at every managed step).
-  const bool begun_over = e.step >= 0 && e.step == p.prev_step && e.event <= p.prev_event;
   update_forecast(p, e);
   follow_step_bytes(p, live, e);
   if (e.relocks != p.relocks_seen) {
@@ -295,12 +290,6 @@ void on_alloc(Profiler& p, LiveObjects& live, const ObjectEvent& e) {
   const int64_t rel = e.step - p.first_step;
   if (rel < 0) return;
   const uint32_t steps = g_state.config.profile_steps;
-  if (p.state == ProfState::kProfiling && rel < steps && begun_over &&
-      p.deviation_restarts < kMaxDeviationRestarts) {
-    ++p.deviation_restarts;
-    restart(p, "the step detector began a profiled step over (an evaluation pass before it?)");
-    return;
-  }
   if (p.state == ProfState::kProfiling && rel < steps && !same_step_as_first(p, e)) {
     restart(p, "a profiled step allocated other objects than the first (an odd batch or an evaluation pass?)");
     return;

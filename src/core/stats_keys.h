@@ -108,8 +108,8 @@ inline constexpr const char kFastBirthsPopulatedBytes[] = "fast_births_populated
 inline constexpr const char kKeptBirthBytes[] = "kept_birth_bytes";
 inline constexpr const char kCachedKeptBytes[] = "cached_kept_bytes";
 inline constexpr const char kKeptDroppedBytes[] = "kept_dropped_bytes";
-// Kept pages moved (mremap) into an extent of a smaller class that would have faulted its own in, and extents
-// never handed out again because their range could not be mapped again after such a move (core/object_heap.h).
+// Kept pages moved (mremap) into an extent of a smaller class that would have faulted its own in
+// (core/object_heap.h, hand_over).
 inline constexpr const char kKeptHandedOverBytes[] = "kept_handed_over_bytes";
 // Time the program's threads spent dropping parked fast pages and faulting fast births in (runtime.cc).
 inline constexpr const char kFastTurnoverNs[] = "fast_turnover_ns";

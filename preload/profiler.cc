@@ -171,8 +171,9 @@ void update_forecast(Profiler& p, const ObjectEvent& e) {
   p.prev_time_ns = e.time_ns;
 }
 
-// Live bytes at step starts and each step's peak, and births, for settled_step.
-void follow_step_bytes(Profiler& p, const LiveObjects& live, const ObjectEvent& e) {
+// Live bytes at step starts and each step's peak, and births, for settled_step. A step begun over starts
+// again where it is now, with its peak from here.
+void follow_step_bytes(Profiler& p, const LiveObjects& live, const ObjectEvent& e, bool begun_over) {
   if (p.births_need_seeding) {
     p.births_need_seeding = false;
     p.born_in.clear();
@@ -181,7 +182,10 @@ void follow_step_bytes(Profiler& p, const LiveObjects& live, const ObjectEvent& 
   p.born_in[instance_key(e.slot, e.generation)] = Profiler::Birth{e.relocks, e.step};
   if (e.step < 0) return;
   const uint64_t before = e.live_bytes >= e.size ? e.live_bytes - e.size : 0;
-  if (e.event == 0) {
+  if (begun_over) {
+    p.step_start_bytes = before;
+    p.step_peak_bytes = e.live_bytes;
+  } else if (e.event == 0) {
     p.have_prev_step_bytes = p.step_peak_bytes > 0;
     p.prev_start_bytes = p.step_start_bytes;
     p.prev_peak_bytes = p.step_peak_bytes;
@@ -225,10 +229,39 @@ bool rearm_now(const Profiler& p, uint32_t phase, uint64_t now) {
   return forecast >= 3 * p.arm_cost_ns || now - p.last_arm_ns >= 5 * p.arm_cost_ns;
 }
 
+// The step detector begins a step over when the step in progress had not allocated from enough of the
+// step's call-sites by the time the step's anchor came again (core/step_clock.h): an evaluation pass whose
+// batch comes from the anchor's call-site ran, and its births were taken for the step's. The step's events
+// count from 0 again, in the same step.
+bool begins_step_over(const Profiler& p, const ObjectEvent& e) {
+  return e.step >= 0 && e.event == 0 && e.step == p.prev_step;
+}
+
+// The births of a profiled step that the detector began over were another pass's: they leave the profile.
+// Left in, both passes' births lie on the same events, and the plan then expects some a training step
+// never makes (a Transformer classifier with an evaluation pass every 5 steps, in the first profiled step,
+// left its plan at every managed step). A later profiled step drops them from the builder; the first one
+// is the profile's start, so the profile begins again at this event (the persistent objects are the ones
+// alive now). Neither is a restart: the steps need not settle again (docs/profiler.md).
+void profile_step_begun_over(Profiler& p, LiveObjects& live, const ObjectEvent& e, uint32_t rel) {
+  ++p.steps_begun_over;
+  log_write(LogLevel::kInfo, ("the step detector began profiled step " + std::to_string(e.step) +
+                              " over (an evaluation pass before it?): its births so far leave the profile")
+                                 .c_str());
+  if (rel == 0) {
+    p.builder.reset();
+    begin_profile(p, live, e);
+    return;
+  }
+  p.builder->begin_step_over(rel);
+  p.profiled_order_step = -1;  // same_step_as_first() follows this step's births from here
+}
+
 void on_alloc(Profiler& p, LiveObjects& live, const ObjectEvent& e) {
   const uint64_t key = instance_key(e.slot, e.generation);
+  const bool begun_over = begins_step_over(p, e);
   update_forecast(p, e);
-  follow_step_bytes(p, live, e);
+  follow_step_bytes(p, live, e, begun_over);
   if (e.relocks != p.relocks_seen) {
     if (p.relocks_seen != ~uint64_t{0} && p.state != ProfState::kWaiting) restart(p, "the step structure changed");
     p.relocks_seen = e.relocks;
@@ -290,6 +323,7 @@ void on_alloc(Profiler& p, LiveObjects& live, const ObjectEvent& e) {
   const int64_t rel = e.step - p.first_step;
   if (rel < 0) return;
   const uint32_t steps = g_state.config.profile_steps;
+  if (p.state == ProfState::kProfiling && rel < steps && begun_over) profile_step_begun_over(p, live, e, rel);
   if (p.state == ProfState::kProfiling && rel < steps && !same_step_as_first(p, e)) {
     restart(p, "a profiled step allocated other objects than the first (an odd batch or an evaluation pass?)");
     return;
@@ -475,6 +509,7 @@ ProfilerReport profiler_report() noexcept {
     r.last_profile_first_step = p.last_profile_first_step;
     r.profiles_written = p.profiles_written;
     r.profile_restarts = p.restarts;
+    r.profiled_steps_begun_over = p.steps_begun_over;
     r.events_dropped = g_state.events.dropped();
     if (p.software != nullptr && p.kind == SamplerKind::kSoftware) {
       r.software_sampler = true;

@@ -81,6 +81,7 @@ struct ProfilerReport {
   int64_t last_profile_first_step = -1;  // detector step index of the last profile's first profiled step
   uint64_t profiles_written = 0;
   uint64_t profile_restarts = 0;
+  uint64_t profiled_steps_begun_over = 0;
   uint64_t events_dropped = 0;
   bool software_sampler = false;  // whether the fields below were read (a software sampler exists)
   SoftwareSamplerStats software;  // its fault handling since its last start

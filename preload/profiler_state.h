@@ -105,6 +105,7 @@ struct Profiler {
   uint64_t samples = 0;
   uint64_t profiles_written = 0;
   uint64_t restarts = 0;
+  uint64_t steps_begun_over = 0;  // profiled steps the detector began over (on_alloc)
   uint32_t profiled_steps = 0;
   int64_t last_profile_first_step = -1;
   // The tags of the first profiled step, by event and by tag: every later profiled step must allocate the

@@ -67,6 +67,9 @@ inline constexpr const char kProfiledSteps[] = "profiled_steps";
 inline constexpr const char kProfileFirstStep[] = "profile_first_step";  // of the last profile taken
 inline constexpr const char kProfilesWritten[] = "profiles_written";
 inline constexpr const char kProfileRestarts[] = "profile_restarts";
+// Profiled steps the step detector began over (an evaluation pass taken for the step's start): the births
+// before were dropped from the profile (preload/profiler.cc).
+inline constexpr const char kProfiledStepsBegunOver[] = "profiled_steps_begun_over";
 inline constexpr const char kObjectEventsDropped[] = "object_events_dropped";
 // The software sampler's fault handling since its last start (it keeps SIGSEGV after a profile ends):
 // faults it could not attribute and let run again once (a window just restored, or the program's own fault
@@ -252,6 +255,7 @@ inline constexpr std::array<std::string_view, 153> kAll = {
     kProfileFirstStep,
     kProfilesWritten,
     kProfileRestarts,
+    kProfiledStepsBegunOver,
     kObjectEventsDropped,
     kSamplerFaultsRetried,
     kSamplerFaultsRepaired,

@@ -1,13 +1,15 @@
 #include "profile/profile_builder.h"
 
 #include <algorithm>
+#include <iterator>
+#include <utility>
 
 #include "core/hash.h"
 
 namespace sentinel {
 
 ProfileBuilder::ProfileBuilder(uint32_t period, uint32_t profiled_steps)
-    : period_(period), steps_(profiled_steps), phase_ns_(period, 0) {}
+    : period_(period), steps_(profiled_steps), phase_ns_(period, 0), step_phase_ns_(period, 0) {}
 
 ObjectProfile ProfileBuilder::new_object(uint64_t tag, uint64_t site, uint32_t occurrence, uint64_t size,
                                          uint32_t birth_phase) const {
@@ -45,7 +47,11 @@ void ProfileBuilder::on_alloc(uint64_t key, uint64_t tag, uint64_t site, uint32_
     return;
   }
   // The time since the previous event is the duration of the previous phase.
-  if (any_event_ && time_ns >= last_event_ns_ && last_step_ < steps_) phase_ns_[last_event_] += time_ns - last_event_ns_;
+  if (any_event_ && time_ns >= last_event_ns_ && last_step_ < steps_) {
+    phase_ns_[last_event_] += time_ns - last_event_ns_;
+    if (last_step_ == step) step_phase_ns_[last_event_] += time_ns - last_event_ns_;
+  }
+  if (any_event_ && step != last_step_) std::fill(step_phase_ns_.begin(), step_phase_ns_.end(), 0);
   if (event == 0 && step_start_ns_.size() == step) step_start_ns_.push_back(time_ns);
   any_event_ = true;
   last_event_ns_ = time_ns;
@@ -78,22 +84,51 @@ void ProfileBuilder::on_alloc(uint64_t key, uint64_t tag, uint64_t site, uint32_
 void ProfileBuilder::on_free(uint64_t key, uint32_t step, uint32_t event, uint64_t) {
   auto it = live_.find(key);
   if (it == live_.end()) return;
-  const Instance inst = it->second;
+  Instance inst = it->second;
   live_.erase(it);
-  if (step < steps_) dead_[key] = inst.tag;
   if (inst.persistent) {
     by_tag_[inst.tag].freed_while_profiling = true;
-    return;
+  } else if (step >= inst.birth_step) {
+    Accum& a = by_tag_[inst.tag];
+    if (!a.died && !a.object.persistent) {  // the first profiled instance defines the lifetime
+      const uint64_t span = uint64_t{step - inst.birth_step} * period_ + event;
+      // Alive at most until the same point of the next step; longer lives are clipped (and counted as
+      // spanning the whole step from birth).
+      const uint64_t max_death = uint64_t{a.object.birth_phase} + period_ - 1;
+      a.object.death_phase = static_cast<uint32_t>(std::clamp<uint64_t>(span, a.object.birth_phase, max_death));
+      a.died = true;
+      inst.defined_death = true;
+    }
   }
-  if (step < inst.birth_step) return;
-  Accum& a = by_tag_[inst.tag];
-  if (a.died || a.object.persistent) return;  // the first profiled instance defines the lifetime
-  const uint64_t span = uint64_t{step - inst.birth_step} * period_ + event;
-  // Alive at most until the same point of the next step; longer lives are clipped (and counted as
-  // spanning the whole step from birth).
-  const uint64_t max_death = uint64_t{a.object.birth_phase} + period_ - 1;
-  a.object.death_phase = static_cast<uint32_t>(std::clamp<uint64_t>(span, a.object.birth_phase, max_death));
-  a.died = true;
+  if (step < steps_) dead_[key] = inst;
+}
+
+void ProfileBuilder::begin_step_over(uint32_t step) {
+  if (step >= steps_ || !any_event_ || last_step_ != step) return;
+  const auto drop = [this, step](const Instance& inst) {
+    if (inst.persistent || inst.birth_step != step) return false;
+    Accum& a = by_tag_[inst.tag];
+    if (a.instances > 0) --a.instances;
+    if (a.instances == 0) {
+      // As if never born: on_alloc() makes its object anew at its next birth, and build() leaves it out
+      // until then.
+      Accum unborn;
+      unborn.object = a.object;
+      unborn.object.size = 0;
+      a = std::move(unborn);
+    } else if (inst.defined_death) {
+      a.died = false;  // the next instance to die defines the lifetime
+      a.object.death_phase = period_ - 1;
+    }
+    return true;
+  };
+  for (auto it = live_.begin(); it != live_.end();) it = drop(it->second) ? live_.erase(it) : std::next(it);
+  for (auto it = dead_.begin(); it != dead_.end();) it = drop(it->second) ? dead_.erase(it) : std::next(it);
+  for (uint32_t i = 0; i < period_; ++i) phase_ns_[i] -= step_phase_ns_[i];
+  std::fill(step_phase_ns_.begin(), step_phase_ns_.end(), 0);
+  // The step starts again at its next event 0, and the time until then is no phase's.
+  if (step < step_start_ns_.size()) step_start_ns_.resize(step);
+  any_event_ = false;
 }
 
 void ProfileBuilder::on_access(uint64_t key, uint32_t step, uint32_t phase, uint64_t reads, uint64_t writes,
@@ -103,7 +138,7 @@ void ProfileBuilder::on_access(uint64_t key, uint32_t step, uint32_t phase, uint
   if (auto it = live_.find(key); it != live_.end()) {
     tag = it->second.tag;
   } else if (auto d = dead_.find(key); d != dead_.end()) {
-    tag = d->second;
+    tag = d->second.tag;
   } else {
     return;
   }

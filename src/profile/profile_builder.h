@@ -31,6 +31,13 @@ class ProfileBuilder {
   void on_alloc(uint64_t key, uint64_t tag, uint64_t site, uint32_t occurrence, uint64_t size,
                 uint32_t step, uint32_t event, uint64_t time_ns, uint64_t live_bytes_after);
   void on_free(uint64_t key, uint32_t step, uint32_t event, uint64_t live_bytes_after);
+  // The step detector began step `step` over (core/step_clock.h: an evaluation pass that starts
+  // with the step's anchor call-site is taken for the step's start until the training step's anchor comes):
+  // the births of `step` so far were another pass's, so they leave the profile, with the phase times they
+  // measured. An object whose tag other profiled steps also made keeps the accesses the dropped instance
+  // added (averaged over the instances that stay: a sampler's counts are not kept per instance); one whose
+  // only instances were dropped goes entirely.
+  void begin_step_over(uint32_t step);
   // Estimated accesses (and write-backs, where the sampler sees them) of a live object in a phase
   // (already scaled to the whole object).
   void on_access(uint64_t key, uint32_t step, uint32_t phase, uint64_t reads, uint64_t writes,
@@ -51,6 +58,7 @@ class ProfileBuilder {
     uint64_t tag;
     bool persistent;
     uint32_t birth_step;
+    bool defined_death = false;  // its free set the tag's lifetime (the first profiled instance to die)
   };
   struct Accum {
     ObjectProfile object;
@@ -76,10 +84,11 @@ class ProfileBuilder {
   std::unordered_map<uint64_t, Instance> live_;  // by instance key
   // Instances freed while profiling, by key: the sampler reports a phase's accesses when the next
   // phase begins, after the objects that died in it are gone.
-  std::unordered_map<uint64_t, uint64_t> dead_;
+  std::unordered_map<uint64_t, Instance> dead_;
   std::unordered_map<uint64_t, Accum> by_tag_;
   std::vector<uint64_t> tag_order_;  // first-seen order, so output is deterministic
   std::vector<uint64_t> phase_ns_;   // summed over steps
+  std::vector<uint64_t> step_phase_ns_;  // what the step in progress (last_step_) added to phase_ns_
   std::vector<uint64_t> unsampled_phase_ns_;
   std::vector<uint64_t> step_start_ns_;
   uint64_t last_event_ns_ = 0;

@@ -385,5 +385,61 @@ TEST(ProfileBuilder, ObjectOfTheWarmupStepFreedDuringTheProfileIsNotPersistent) 
   EXPECT_TRUE(find(p, 1)->persistent);
 }
 
+// The step detector takes an evaluation pass that starts with the anchor call-site for the step's start,
+// then begins the step over at the training's anchor: the pass's births leave the profile, and so does the
+// time it took.
+TEST(ProfileBuilder, AStepBegunOverDropsTheBirthsAndTimesOfItsFalseStart) {
+  Driver d(3, 2);
+  d.b.add_persistent(50, 50, 50 * 16, 0, 1 << 20);
+  d.alloc(1, 7, 65536, 0, 0);  // the evaluation pass: tags 7 and 8, 1 ms apart
+  d.alloc(2, 8, 65536, 0, 1);
+  d.free(1, 65536, 0, 1);
+  d.b.on_access(2, 0, 1, 500, 0);
+  d.now += 40 * kMs;  // the pass's last phase: 41 ms
+  d.b.begin_step_over(0);
+  for (uint32_t s = 0; s < 2; ++s) {
+    for (uint32_t e = 0; e < 3; ++e) d.alloc(10 * (s + 1) + e, 20 + e, 65536, s, e);
+    for (uint32_t e = 0; e < 3; ++e) d.free(10 * (s + 1) + e, 65536, s, 2);
+  }
+  d.free(2, 65536, 1, 2);  // the pass's object, freed late: no longer in the profile
+  d.b.on_profile_end(d.now + kMs);
+  const StepProfile p = build_valid(d.b);
+  EXPECT_EQ(find(p, 7), nullptr);
+  EXPECT_EQ(find(p, 8), nullptr);
+  ASSERT_NE(find(p, 20), nullptr);
+  ASSERT_NE(find(p, 50), nullptr);
+  EXPECT_EQ(p.objects.size(), 4u);
+  for (uint32_t e = 0; e < 3; ++e) EXPECT_EQ(p.phases[e].duration_ns, kMs) << "phase " << e;
+  EXPECT_EQ(p.step_time_ns, 3 * kMs);
+}
+
+// Begun over in a later profiled step, a false start whose tags the training also makes: the tag keeps
+// the instances of the other steps, and its lifetime is the training's, not the dropped instance's.
+TEST(ProfileBuilder, AFalseStartLaterKeepsTheTagsOfTheOtherSteps) {
+  Driver d(3, 2);
+  for (uint32_t e = 0; e < 3; ++e) d.alloc(10 + e, 20 + e, 65536, 0, e);
+  d.free(10, 65536, 0, 2);
+  d.free(12, 65536, 0, 2);       // step 0's tag 21 (key 11) lives on into step 1
+  d.alloc(30, 21, 65536, 1, 0);  // the false start: tag 21, dead at once, and one of its own (9)
+  d.free(30, 65536, 1, 0);
+  d.alloc(31, 9, 65536, 1, 1);
+  d.b.begin_step_over(1);
+  d.alloc(40, 20, 65536, 1, 0);
+  d.free(11, 65536, 1, 0);  // step 0's tag 21 dies: born at 1, dead at 0 of the next step
+  d.alloc(41, 21, 65536, 1, 1);
+  d.alloc(42, 22, 65536, 1, 2);
+  d.free(40, 65536, 1, 2);
+  d.free(42, 65536, 1, 2);
+  d.alloc(60, 20, 65536, 2, 0);  // closes the profile
+  d.free(41, 65536, 2, 0);
+  const StepProfile p = build_valid(d.b);
+  EXPECT_EQ(find(p, 9), nullptr);
+  const ObjectProfile* o = find(p, 21);
+  ASSERT_NE(o, nullptr);
+  EXPECT_EQ(o->birth_phase, 1u);
+  EXPECT_EQ(o->death_phase, 3u);
+  EXPECT_EQ(p.objects.size(), 3u);
+}
+
 }  // namespace
 }  // namespace sentinel

@@ -197,7 +197,7 @@ bool StepDetector::on_verified(uint64_t t, const PeriodJob& done) noexcept {
       recount_ = Recount{};
       return true;
     }
-    if (replaces || (closes_micro_batches && contains_locked(t, p))) {
+    if (replaces || (closes_micro_batches && contains_locked(t, p) && foreign_repeats_at_period(t, p))) {
       ++clock_.relocks_;
       lock_on_period(t, p);
       return true;
@@ -245,6 +245,23 @@ bool StepDetector::repeats_within(uint64_t t, uint32_t p, uint32_t q) const noex
   uint32_t mismatches = 0;
   for (uint64_t e = t + 1 - p; e <= t; ++e) mismatches += same(e, e - q) ? 0 : 1;
   return mismatches * 10 <= p;
+}
+
+// Whether the foreign allocations (call-sites the locked step does not have) of the last p events up to t
+// are part of what repeats: at least 9 in 10 of them equal the event p earlier. The micro-batch rule asks
+// it. An optimizer's allocations after the micro-batches come at every unit; allocations of a pass that runs
+// every few steps can make a structure of two steps plus them verify over one window by chance, as the
+// mismatches the verification allows: a U-Net with a validation pass every 4 steps (121 events) and a
+// checkpoint every 6 (its 25 loads) verified 687 events, two steps of 331 and the loads, in its 20th step,
+// with the loads as the window's 25 mismatches. Scans p events, once per decision.
+bool StepDetector::foreign_repeats_at_period(uint64_t t, uint32_t p) noexcept {
+  uint32_t count = 0, repeated = 0;
+  for (uint64_t q = t + 1 - p; q <= t; ++q) {
+    if (!foreign(q)) continue;
+    ++count;
+    repeated += same(q, q - p) ? 1 : 0;
+  }
+  return repeated * 10 >= count * 9;
 }
 
 // How often the foreign allocations (call-sites the locked step does not have) of the last p events up to

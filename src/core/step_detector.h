@@ -248,6 +248,7 @@ class StepDetector {
   bool contains_locked(uint64_t t, uint32_t p) noexcept;
   uint32_t foreign_repeats(uint64_t t, uint32_t p) noexcept;
   bool repeats_within(uint64_t t, uint32_t p, uint32_t q) const noexcept;
+  bool foreign_repeats_at_period(uint64_t t, uint32_t p) noexcept;
   bool on_verified(uint64_t t, const PeriodJob& done) noexcept;
   void recount_foreign(uint64_t t, PeriodJob* job) noexcept;
   uint32_t exact_period(uint64_t t, uint32_t p) const noexcept;

@@ -371,12 +371,13 @@ INSTANTIATE_TEST_SUITE_P(Traces, StepDetectorRecorded,
                                            // checkpoint into a BytesIO every 10 steps: one extra
                                            // allocation per 10 steps (60 steps).
                                            RecordedTrace{"cnn_ckpt_every10_60steps.trace", 41, 60},
-                                           // tests/torch/programs/unet_segmentation.py --steps 24: a
+                                           // tests/torch/programs/unet_segmentation.py --steps 48: a
                                            // validation pass every 4 steps, a checkpoint saved and loaded
-                                           // back every 6. Two steps plus the checkpoint's 25 loads once
-                                           // verified as 687 events and replaced the step as its
-                                           // "micro-batches" (13 steps of 24 counted).
-                                           RecordedTrace{"unet_val4_ckpt6_24steps.trace", 331, 24, 0, 1},
+                                           // back every 6. As "micro-batches", the step was replaced in
+                                           // the 20th step by two steps plus the checkpoint's 25 loads
+                                           // (verified by chance), and without that in the 30th by the
+                                           // cycle of 12 steps and 5 passes (4,427 events).
+                                           RecordedTrace{"unet_val4_ckpt6_48steps.trace", 331, 48, 0, 1},
                                            // bench/results/guest_step.py's mlp (scripts/train.py --batch 8
                                            // --width 384 --depth 3 --features 384) at SENTINEL_MIN_OBJECT=16K:
                                            // only the three weight gradients are objects, same call-site,

@@ -85,6 +85,8 @@ void restart(Profiler& p, const char* why) {
   stop_sampling(p);
   p.builder.reset();
   p.first_step = -1;
+  p.left_out_step = -1;
+  p.steps_left_out = 0;
   p.structure_first_step = -1;
   p.state = ProfState::kWaiting;
   ++p.restarts;
@@ -127,6 +129,10 @@ void begin_profile(Profiler& p, LiveObjects& live, const ObjectEvent& e) {
   p.profiled_order_step = -1;
   p.period = e.period;
   p.first_step = e.step;
+  p.left_out_step = -1;
+  p.steps_left_out = 0;
+  p.first_step_events = 0;
+  p.first_step_checked = false;
   p.builder = std::make_unique<ProfileBuilder>(e.period, g_state.config.profile_steps);
   // Alive before the step's first allocation: persistent (the object born at this event is not).
   const uint64_t born_now = instance_key(e.slot, e.generation);
@@ -253,8 +259,57 @@ void profile_step_begun_over(Profiler& p, LiveObjects& live, const ObjectEvent& 
     begin_profile(p, live, e);
     return;
   }
-  p.builder->begin_step_over(rel);
+  p.builder->begin_step_over(rel, e.time_ns);
   p.profiled_order_step = -1;  // same_step_as_first() follows this step's births from here
+}
+
+// The first profiled step is what the others are checked against (same_step_as_first), so it must be a plain
+// step: one of the period the detector learned. One with an evaluation pass or a checkpoint in it is longer, and every
+// plain step after it then deviated and was left out (a U-Net's first profiled step held its validation
+// pass). The profile begins again at this step's first event.
+void first_step_was_odd(Profiler& p, LiveObjects& live, const ObjectEvent& e) {
+  ++p.deviation_restarts;
+  ++p.restarts;  // counted as a restart (stats profile_restarts), though no settled step is waited for
+  log_write(LogLevel::kInfo, ("the first profiled step had " + std::to_string(p.first_step_events) + " events, not the step's " +
+                              std::to_string(e.period) + " (an evaluation pass or a checkpoint in it?): the profile " +
+                              "begins again with step " + std::to_string(e.step))
+                                 .c_str());
+  p.builder.reset();
+  begin_profile(p, live, e);
+}
+
+// The sampler's counts from this event on belong to no profiled step, and the object born at it is no
+// profiled object: its touches are its own, not those of an instance that lived at its address before.
+void sample_outside_profile(Profiler& p, const ObjectEvent& e) {
+  const uint64_t key = instance_key(e.slot, e.generation);
+  if (p.kind == SamplerKind::kSoftware && p.phase_open) {
+    p.touch_attribution.on_object(key, g_state.heap.record(e.slot).start, e.size, e.clock, e.time_ns);
+    p.touch_attribution.on_phase(e.clock, e.time_ns, kNoProfiledStep, 0);
+    p.last_event_clock = e.clock;
+    harvest(p);
+  } else if (p.pmu != nullptr && p.pmu->started()) {
+    p.pmu->on_alloc(key, g_state.heap.record(e.slot).start, e.size, e.clock, e.time_ns, kNoProfiledStep, 0);
+  }
+}
+
+// A later profiled step allocated other objects than the first (an evaluation pass, a checkpoint, an odd
+// batch): what it made so far leaves the profile, the rest of it is not profiled, and the next step is
+// profiled in its place. Before, the profile started over, which waits for a settled step again: a U-Net
+// with a validation pass every 4 steps and a checkpoint every 6 restarted 3 times and was profiled at its
+// 19th step. The emulated PMU samples a window of steps it opened ahead (pmu_harvest.h): there the profile
+// still starts over.
+bool leave_step_out(Profiler& p, const ObjectEvent& e, uint32_t rel) {
+  if (rel == 0 || (p.pmu != nullptr && p.pmu->windowed())) return false;
+  ++p.left_out_total;
+  log_write(LogLevel::kInfo, ("profiled step " + std::to_string(e.step) + " allocated other objects than the first at event " +
+                              std::to_string(e.event) + " (an evaluation pass, a checkpoint or an odd batch?): it is left " +
+                              "out of the profile, and the next step is profiled in its place")
+                                 .c_str());
+  p.builder->begin_step_over(rel, e.time_ns);
+  p.profiled_order_step = -1;
+  p.left_out_step = e.step;
+  sample_outside_profile(p, e);
+  return true;
 }
 
 void on_alloc(Profiler& p, LiveObjects& live, const ObjectEvent& e) {
@@ -320,11 +375,32 @@ void on_alloc(Profiler& p, LiveObjects& live, const ObjectEvent& e) {
   }
   if (p.state != ProfState::kProfiling && p.state != ProfState::kTail) return;
 
-  const int64_t rel = e.step - p.first_step;
+  if (p.left_out_step >= 0 && e.step >= 0) {
+    if (e.step == p.left_out_step && !begun_over) {
+      sample_outside_profile(p, e);
+      return;
+    }
+    // The next step, or the one left out begun over by the detector (then the step profiled anew).
+    if (e.step > p.left_out_step) p.steps_left_out += static_cast<uint32_t>(e.step - p.left_out_step);
+    p.left_out_step = -1;
+  }
+  int64_t rel = e.step - p.first_step - p.steps_left_out;
   if (rel < 0) return;
   const uint32_t steps = g_state.config.profile_steps;
+  if (p.state == ProfState::kProfiling && rel == 0) p.first_step_events = std::max(p.first_step_events, e.event + 1);
+  if (p.state == ProfState::kProfiling && rel >= 1 && !p.first_step_checked) {
+    p.first_step_checked = true;
+    // (Marked steps are the program's: their period is the last one's length. The emulated PMU samples the
+    // window of steps it opened: pmu_harvest.h.)
+    if (p.first_step_events != e.period && steps > 1 && p.deviation_restarts < kMaxDeviationRestarts &&
+        !(p.pmu != nullptr && p.pmu->windowed()) && !step_summary().explicit_marks) {
+      first_step_was_odd(p, live, e);
+      rel = 0;
+    }
+  }
   if (p.state == ProfState::kProfiling && rel < steps && begun_over) profile_step_begun_over(p, live, e, rel);
   if (p.state == ProfState::kProfiling && rel < steps && !same_step_as_first(p, e)) {
+    if (leave_step_out(p, e, static_cast<uint32_t>(rel))) return;
     restart(p, "a profiled step allocated other objects than the first (an odd batch or an evaluation pass?)");
     return;
   }
@@ -381,8 +457,11 @@ void on_free(Profiler& p, const ObjectEvent& e) {
     if (b.relocks != e.relocks || b.step < 0 || e.step - b.step >= 2) p.step_freed_older = true;
     p.born_in.erase(it);
   }
-  if ((p.state == ProfState::kProfiling || p.state == ProfState::kTail) && p.builder && e.step >= p.first_step) {
-    p.builder->on_free(key, static_cast<uint32_t>(e.step - p.first_step), e.event, e.live_bytes);
+  // In a step left out, frees still end the lives of objects born in the steps before (as events of the
+  // step profiled in its place).
+  if ((p.state == ProfState::kProfiling || p.state == ProfState::kTail) && p.builder &&
+      e.step >= p.first_step + p.steps_left_out) {
+    p.builder->on_free(key, static_cast<uint32_t>(e.step - p.first_step - p.steps_left_out), e.event, e.live_bytes);
   }
 }
 
@@ -510,6 +589,7 @@ ProfilerReport profiler_report() noexcept {
     r.profiles_written = p.profiles_written;
     r.profile_restarts = p.restarts;
     r.profiled_steps_begun_over = p.steps_begun_over;
+    r.profiled_steps_left_out = p.left_out_total;
     r.events_dropped = g_state.events.dropped();
     if (p.software != nullptr && p.kind == SamplerKind::kSoftware) {
       r.software_sampler = true;

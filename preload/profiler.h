@@ -82,6 +82,7 @@ struct ProfilerReport {
   uint64_t profiles_written = 0;
   uint64_t profile_restarts = 0;
   uint64_t profiled_steps_begun_over = 0;
+  uint64_t profiled_steps_left_out = 0;
   uint64_t events_dropped = 0;
   bool software_sampler = false;  // whether the fields below were read (a software sampler exists)
   SoftwareSamplerStats software;  // its fault handling since its last start

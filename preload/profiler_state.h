@@ -117,7 +117,20 @@ struct Profiler {
   manage::BirthOrder profiled_order;  // the births of the profiled step being compared
   int64_t profiled_order_step = -1;
   uint32_t deviation_restarts = 0;
+  // A profiled step that deviated is left out (on_alloc): the rest of detector step `left_out_step` is not
+  // profiled, and the next step is profiled in its place. Profiled step = step - first_step - steps_left_out.
+  int64_t left_out_step = -1;
+  uint32_t steps_left_out = 0;
+  // Events of the first profiled step (the highest event + 1), checked against the period when the next
+  // step begins (on_alloc).
+  uint32_t first_step_events = 0;
+  bool first_step_checked = false;
+  uint64_t left_out_total = 0;  // over the run (stats)
 };
+
+// Profiled steps and phases of no step: where the sampler's counts of a step left out go (ProfileBuilder
+// drops them).
+constexpr uint32_t kNoProfiledStep = ~uint32_t{0};
 
 extern Profiler* g_profiler;
 extern std::atomic<bool> g_sampling_active;

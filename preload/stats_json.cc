@@ -85,6 +85,7 @@ void add_profiler(Json& j) {
   j[key::kProfilesWritten] = prof.profiles_written;
   j[key::kProfileRestarts] = prof.profile_restarts;
   j[key::kProfiledStepsBegunOver] = prof.profiled_steps_begun_over;
+  j[key::kProfiledStepsLeftOut] = prof.profiled_steps_left_out;
   j[key::kObjectEventsDropped] = prof.events_dropped;
   const auto software = [&prof](uint64_t value) { return prof.software_sampler ? Json(value) : Json(nullptr); };
   j[key::kSamplerFaultsRetried] = software(prof.software.faults_retried);

@@ -70,6 +70,9 @@ inline constexpr const char kProfileRestarts[] = "profile_restarts";
 // Profiled steps the step detector began over (an evaluation pass taken for the step's start): the births
 // before were dropped from the profile (preload/profiler.cc).
 inline constexpr const char kProfiledStepsBegunOver[] = "profiled_steps_begun_over";
+// Profiled steps that allocated other objects than the first (an evaluation pass, a checkpoint) and were
+// left out of the profile, the next step profiled in their place.
+inline constexpr const char kProfiledStepsLeftOut[] = "profiled_steps_left_out";
 inline constexpr const char kObjectEventsDropped[] = "object_events_dropped";
 // The software sampler's fault handling since its last start (it keeps SIGSEGV after a profile ends):
 // faults it could not attribute and let run again once (a window just restored, or the program's own fault
@@ -205,7 +208,7 @@ inline constexpr const char kProfileSource[] = "profile_source";
 inline constexpr const char kPlansFromLocalRank0Profile[] = "plans_from_local_rank0_profile";
 inline constexpr const char kMode[] = "mode";
 
-inline constexpr std::array<std::string_view, 153> kAll = {
+inline constexpr std::array<std::string_view, 154> kAll = {
     kPid,
     kRank,
     kForkedChildren,
@@ -256,6 +259,7 @@ inline constexpr std::array<std::string_view, 153> kAll = {
     kProfilesWritten,
     kProfileRestarts,
     kProfiledStepsBegunOver,
+    kProfiledStepsLeftOut,
     kObjectEventsDropped,
     kSamplerFaultsRetried,
     kSamplerFaultsRepaired,

@@ -28,7 +28,10 @@ void PlanExecutor::stop() {
 
 void PlanExecutor::finish(bool step_complete) {
   if (step_ < 0) return;
-  if (step_deviated_ && !step_complete) {
+  if (!step_complete) {
+    // Not a training step, whether or not it left the plan: the optimizer's allocations that begin a step
+    // whose start the detector put there, after the last iteration's backward pass (a U-Net's 16 of its
+    // 331 events), counted one managed step more than there were steps.
     step_deviated_ = false;
     step_managed_ = false;
   }

@@ -103,8 +103,14 @@ void ProfileBuilder::on_free(uint64_t key, uint32_t step, uint32_t event, uint64
   if (step < steps_) dead_[key] = inst;
 }
 
-void ProfileBuilder::begin_step_over(uint32_t step) {
-  if (step >= steps_ || !any_event_ || last_step_ != step) return;
+void ProfileBuilder::begin_step_over(uint32_t step, uint64_t time_ns) {
+  if (step >= steps_ || !any_event_ || last_step_ > step) return;
+  if (last_step_ < step) {
+    // None of the step's events came yet: the phase before it ends now, and nothing is dropped.
+    if (last_step_ < steps_ && time_ns >= last_event_ns_) phase_ns_[last_event_] += time_ns - last_event_ns_;
+    any_event_ = false;
+    return;
+  }
   const auto drop = [this, step](const Instance& inst) {
     if (inst.persistent || inst.birth_step != step) return false;
     Accum& a = by_tag_[inst.tag];
@@ -166,9 +172,6 @@ StepProfile ProfileBuilder::build(const std::string& sampler, uint64_t sample_pe
   p.sample_period = sample_period;
   p.program = program;
   p.peak_object_bytes = peak_bytes_;
-  if (!step_start_ns_.empty() && end_ns_ > step_start_ns_.front()) {
-    p.step_time_ns = (end_ns_ - step_start_ns_.front()) / steps_seen;
-  }
   p.phases.resize(period_);
   const bool unsampled = unsampled_phase_ns_.size() == period_ &&
                          std::all_of(unsampled_phase_ns_.begin(), unsampled_phase_ns_.end(), [](uint64_t v) { return v > 0; });
@@ -177,7 +180,9 @@ StepProfile ProfileBuilder::build(const std::string& sampler, uint64_t sample_pe
     p.phases[i].duration_ns = unsampled ? unsampled_phase_ns_[i] : phase_ns_[i] / steps_seen;
     total += p.phases[i].duration_ns;
   }
-  if (unsampled) p.step_time_ns = total;
+  // The sum of the phases, not the time from the first step's start to the end: a step left out or begun
+  // over (begin_step_over) took time that is no phase's.
+  p.step_time_ns = total;
 
   for (uint64_t tag : tag_order_) {
     const Accum& a = by_tag_.at(tag);

@@ -31,13 +31,15 @@ class ProfileBuilder {
   void on_alloc(uint64_t key, uint64_t tag, uint64_t site, uint32_t occurrence, uint64_t size,
                 uint32_t step, uint32_t event, uint64_t time_ns, uint64_t live_bytes_after);
   void on_free(uint64_t key, uint32_t step, uint32_t event, uint64_t live_bytes_after);
-  // The step detector began step `step` over (core/step_clock.h: an evaluation pass that starts
-  // with the step's anchor call-site is taken for the step's start until the training step's anchor comes):
-  // the births of `step` so far were another pass's, so they leave the profile, with the phase times they
-  // measured. An object whose tag other profiled steps also made keeps the accesses the dropped instance
+  // What step `step` allocated so far, from its event 0 to time_ns, was not the step: the births leave the
+  // profile, with their lifetimes and the phase times they measured, and the step begins again at its next
+  // event 0 (until then, time is no phase's). The step detector began the step over (core/step_clock.h:
+  // an evaluation pass that starts with the step's anchor call-site is taken for the step's start until
+  // the training step's anchor comes), or the profiler leaves a step that deviated out of the profile and
+  // profiles the next one in its place. Before any event of `step`, only the phase before it ends. An object whose tag other profiled steps also made keeps the accesses the dropped instance
   // added (averaged over the instances that stay: a sampler's counts are not kept per instance); one whose
   // only instances were dropped goes entirely.
-  void begin_step_over(uint32_t step);
+  void begin_step_over(uint32_t step, uint64_t time_ns);
   // Estimated accesses (and write-backs, where the sampler sees them) of a live object in a phase
   // (already scaled to the whole object).
   void on_access(uint64_t key, uint32_t step, uint32_t phase, uint64_t reads, uint64_t writes,

@@ -406,6 +406,11 @@ TEST_F(ExecutorTest, FinishClosesTheLastStep) {
   const ExecutorStats tail = ended_after_two_births(40, 0xbad, false);
   EXPECT_EQ(tail.fallback_steps, 0u);
   EXPECT_EQ(tail.managed_steps, 0u);
+  // Also when it followed the plan: the start of a step the program never finished (the optimizer's
+  // allocations where the detector's step begins, after the last iteration's backward pass).
+  const ExecutorStats started = ended_after_two_births(50, kB, false);
+  EXPECT_EQ(started.fallback_steps, 0u);
+  EXPECT_EQ(started.managed_steps, 0u);
 }
 
 // A step that went through every event of its plan and then allocates on before the next step begins (an

@@ -396,7 +396,7 @@ TEST(ProfileBuilder, AStepBegunOverDropsTheBirthsAndTimesOfItsFalseStart) {
   d.free(1, 65536, 0, 1);
   d.b.on_access(2, 0, 1, 500, 0);
   d.now += 40 * kMs;  // the pass's last phase: 41 ms
-  d.b.begin_step_over(0);
+  d.b.begin_step_over(0, d.now);
   for (uint32_t s = 0; s < 2; ++s) {
     for (uint32_t e = 0; e < 3; ++e) d.alloc(10 * (s + 1) + e, 20 + e, 65536, s, e);
     for (uint32_t e = 0; e < 3; ++e) d.free(10 * (s + 1) + e, 65536, s, 2);
@@ -423,7 +423,7 @@ TEST(ProfileBuilder, AFalseStartLaterKeepsTheTagsOfTheOtherSteps) {
   d.alloc(30, 21, 65536, 1, 0);  // the false start: tag 21, dead at once, and one of its own (9)
   d.free(30, 65536, 1, 0);
   d.alloc(31, 9, 65536, 1, 1);
-  d.b.begin_step_over(1);
+  d.b.begin_step_over(1, d.now);
   d.alloc(40, 20, 65536, 1, 0);
   d.free(11, 65536, 1, 0);  // step 0's tag 21 dies: born at 1, dead at 0 of the next step
   d.alloc(41, 21, 65536, 1, 1);
@@ -439,6 +439,29 @@ TEST(ProfileBuilder, AFalseStartLaterKeepsTheTagsOfTheOtherSteps) {
   EXPECT_EQ(o->birth_phase, 1u);
   EXPECT_EQ(o->death_phase, 3u);
   EXPECT_EQ(p.objects.size(), 3u);
+}
+
+// A step that deviates at its first event is left out: the phase before it ends there, and the next step,
+// profiled in its place, starts the clock again.
+TEST(ProfileBuilder, AStepLeftOutAtItsFirstEventEndsThePhaseBeforeIt) {
+  Driver d(2, 2);
+  d.alloc(1, 20, 65536, 0, 0);
+  d.alloc(2, 21, 65536, 0, 1);
+  d.free(1, 65536, 0, 1);
+  d.free(2, 65536, 0, 1);
+  d.now += kMs;  // phase 1: 2 ms
+  d.b.begin_step_over(1, d.now + kMs);
+  d.now += 50 * kMs;  // the step left out
+  d.alloc(3, 20, 65536, 1, 0);
+  d.alloc(4, 21, 65536, 1, 1);
+  d.free(3, 65536, 1, 1);
+  d.free(4, 65536, 1, 1);
+  d.b.on_profile_end(d.now + 2 * kMs);
+  const StepProfile p = build_valid(d.b);
+  EXPECT_EQ(p.phases[0].duration_ns, kMs);
+  EXPECT_EQ(p.phases[1].duration_ns, 2 * kMs);
+  EXPECT_EQ(p.step_time_ns, 3 * kMs);
+  EXPECT_EQ(p.profiled_steps, 2u);
 }
 
 }  // namespace

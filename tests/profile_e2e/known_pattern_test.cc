@@ -21,6 +21,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "pattern_score.h"
 #include "profile/profile_io.h"
@@ -138,6 +139,27 @@ TEST(KnownPattern, NoPhantomObjects) {
   ASSERT_TRUE(r.profile_ok) << r.profile_error;
   const PatternScore s = score_profile(r.profile, r.truth);
   EXPECT_EQ(s.extra, 0) << describe(s);
+}
+
+// In about a fifth of the steps (a fixed choice, --irregular 20) the program allocates one object more after
+// phase 3's event, as an evaluation pass or a checkpoint adds allocations to a step. A profiled step that
+// does is left out of the profile and the next one profiled in its place (before, the profile started over
+// and waited for a settled step again: 1 restart, profiled from step 7 rather than 3 in this run).
+TEST(KnownPattern, AProfiledStepWithAnObjectMoreIsLeftOut) {
+  const ProfiledRun r = run_profiled(
+      "irregular", {"--mark", "--steps", "16", "--settle-us", "100", "--work-kb", "256", "--irregular", "20"});
+  ASSERT_TRUE(exited_ok(r.run)) << r.run.err;
+  ASSERT_TRUE(r.profile_ok) << r.profile_error << "\n" << r.run.err;
+  const nlohmann::json stats = nlohmann::json::parse(r.stats, nullptr, false);
+  ASSERT_TRUE(stats.is_object()) << r.stats;
+  EXPECT_GE(stats["profiled_steps_left_out"].get<int64_t>(), 1) << r.stats;
+  EXPECT_EQ(stats["profile_restarts"].get<int64_t>(), 0) << r.stats;
+  EXPECT_EQ(r.profile.profiled_steps, 2u);
+  const PatternScore s = score_profile(r.profile, r.truth);
+  EXPECT_EQ(s.extra, 0) << "the extra object is no object of the step\n" << describe(s);
+  EXPECT_EQ(s.matched, s.objects) << describe(s);
+  EXPECT_EQ(s.lifetimes_right, s.objects) << describe(s);
+  EXPECT_EQ(s.persistent_right, s.objects) << describe(s);
 }
 
 TEST(KnownPattern, OutputUnchangedAndSamplingStopsAfterTheProfiledSteps) {

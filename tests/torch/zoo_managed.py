@@ -5,12 +5,16 @@ dry run (SENTINEL_DRY_RUN=1: the slow node simulated from the tier model), and c
   - the losses are bit-identical in both modes (compared as float.hex strings),
   - track mode and managed mode found every training step,
   - managed mode holds its plan: a plan is in force, every step after planning is a managed step, none fell
-    back, nothing was profiled again.
+    back, nothing was profiled again. A program whose steps hold passes of their own every few steps (a
+    validation pass, a checkpoint) leaves the plan in those steps: --max-fallback-share F lets at most that
+    share of the steps after planning fall back (every other one managed), and --plan-by-step N asks for the
+    plan to be in force by step N.
 Prints one row per model. Exit status 0 when every model passes, 1 otherwise.
 
 Usage: zoo_managed.py LIBSENTINEL [--arch NAME ...] [--steps N] [--batch B] [--size PX] [--budget 20%]
                       [--tier optane] [--fake-data] [--python /usr/bin/python3] [--json FILE]
                       [--program PROGRAM.py --model-option=OPT] [--program-args="ARGS..."]
+                      [--max-fallback-share F] [--plan-by-step N]
 The stats file of each run is SENTINEL_STATS=...-%p.json, read for the training process's pid: a program
 that starts other processes (torch.compile's compile workers) has them write their own, or none.
 """
@@ -107,12 +111,15 @@ def check_model(opts, arch, tmp):
             row["failures"].append("not a dry run")
         if first < 0:
             row["failures"].append("no plan was ever in force")
-        if stats["fallback_steps"] != 0:
-            row["failures"].append(f"{stats['fallback_steps']} fallback steps")
+        if stats["fallback_steps"] > opts.max_fallback_share * expected:
+            row["failures"].append(f"{stats['fallback_steps']} fallback steps of the {expected} after planning")
         if stats["reprofiles"] != 0:
             row["failures"].append(f"{stats['reprofiles']} re-profiles")
-        if first >= 0 and stats["managed_steps"] != expected:
-            row["failures"].append(f"{stats['managed_steps']} managed steps of the {expected} after planning")
+        if first >= 0 and stats["managed_steps"] + stats["fallback_steps"] != expected:
+            row["failures"].append(f"{stats['managed_steps']} managed steps and {stats['fallback_steps']} fallback "
+                                   f"steps of the {expected} after planning")
+        if opts.plan_by_step is not None and first > opts.plan_by_step:
+            row["failures"].append(f"the plan was in force from step {first}, not by step {opts.plan_by_step}")
         # A dry run drops the tails of parked extents in its books only (preload/runtime.cc, drop_parked_tail).
         row["parked_tails_kept_bytes"] = stats.get("parked_tails_kept_bytes")
         if stats.get("parked_tails_kept_bytes") != stats.get("parked_tails_dropped_bytes"):
@@ -159,6 +166,9 @@ def main():
     p.add_argument("--program", default=PROGRAM, help="the training program (default: programs/zoo.py)")
     p.add_argument("--model-option", default="--arch", help="the program's option that names the model")
     p.add_argument("--program-args", default="", help="more arguments for the program, one string")
+    p.add_argument("--max-fallback-share", type=float, default=0.0,
+                   help="the share of the steps after planning that may fall back (steps with passes of their own)")
+    p.add_argument("--plan-by-step", type=int, help="the step by which a plan must be in force")
     opts = p.parse_args()
     opts.program_args = shlex.split(opts.program_args)
     if not os.path.exists(opts.python):

@@ -263,16 +263,17 @@ void profile_step_begun_over(Profiler& p, LiveObjects& live, const ObjectEvent& 
   p.profiled_order_step = -1;  // same_step_as_first() follows this step's births from here
 }
 
-// The first profiled step is what the others are checked against (same_step_as_first), so it must be a plain
-// step: one of the period the detector learned. One with an evaluation pass or a checkpoint in it is longer, and every
-// plain step after it then deviated and was left out (a U-Net's first profiled step held its validation
-// pass). The profile begins again at this step's first event.
+// The first profiled step is what the others are checked against (same_step_as_first), so it must be a
+// plain step: one of the period the detector learned. One with an evaluation pass or a checkpoint in it is
+// longer, and every plain step after it then deviated and was left out (a U-Net's first profiled step held
+// its checkpoint). The profile begins again at this step's first event.
 void first_step_was_odd(Profiler& p, LiveObjects& live, const ObjectEvent& e) {
   ++p.deviation_restarts;
   ++p.restarts;  // counted as a restart (stats profile_restarts), though no settled step is waited for
-  log_write(LogLevel::kInfo, ("the first profiled step had " + std::to_string(p.first_step_events) + " events, not the step's " +
-                              std::to_string(e.period) + " (an evaluation pass or a checkpoint in it?): the profile " +
-                              "begins again with step " + std::to_string(e.step))
+  log_write(LogLevel::kInfo, ("the first profiled step had " + std::to_string(p.first_step_events) +
+                              " events, not the step's " + std::to_string(e.period) +
+                              " (an evaluation pass or a checkpoint in it?): the profile begins again with step " +
+                              std::to_string(e.step))
                                  .c_str());
   p.builder.reset();
   begin_profile(p, live, e);
@@ -301,9 +302,10 @@ void sample_outside_profile(Profiler& p, const ObjectEvent& e) {
 bool leave_step_out(Profiler& p, const ObjectEvent& e, uint32_t rel) {
   if (rel == 0 || (p.pmu != nullptr && p.pmu->windowed())) return false;
   ++p.left_out_total;
-  log_write(LogLevel::kInfo, ("profiled step " + std::to_string(e.step) + " allocated other objects than the first at event " +
-                              std::to_string(e.event) + " (an evaluation pass, a checkpoint or an odd batch?): it is left " +
-                              "out of the profile, and the next step is profiled in its place")
+  log_write(LogLevel::kInfo, ("profiled step " + std::to_string(e.step) +
+                              " allocated other objects than the first at event " + std::to_string(e.event) +
+                              " (an evaluation pass, a checkpoint or an odd batch?): it is left out of the profile, " +
+                              "and the next step is profiled in its place")
                                  .c_str());
   p.builder->begin_step_over(rel, e.time_ns);
   p.profiled_order_step = -1;

@@ -36,9 +36,10 @@ class ProfileBuilder {
   // event 0 (until then, time is no phase's). The step detector began the step over (core/step_clock.h:
   // an evaluation pass that starts with the step's anchor call-site is taken for the step's start until
   // the training step's anchor comes), or the profiler leaves a step that deviated out of the profile and
-  // profiles the next one in its place. Before any event of `step`, only the phase before it ends. An object whose tag other profiled steps also made keeps the accesses the dropped instance
-  // added (averaged over the instances that stay: a sampler's counts are not kept per instance); one whose
-  // only instances were dropped goes entirely.
+  // profiles the next one in its place. Before any event of `step`, only the phase before it ends. An
+  // object whose tag other profiled steps also made keeps the accesses the dropped instance added (averaged
+  // over the instances that stay: a sampler's counts are not kept per instance); one whose only instances
+  // were dropped goes entirely.
   void begin_step_over(uint32_t step, uint64_t time_ns);
   // Estimated accesses (and write-backs, where the sampler sees them) of a live object in a phase
   // (already scaled to the whole object).

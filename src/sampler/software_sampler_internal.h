@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "os/os.h"
+#include "os/spin_lock.h"
 #include "sampler/software_sampler.h"
 
 namespace sentinel {
@@ -175,11 +176,22 @@ inline void collect_touch(SoftwareSampler::Tables& t, SoftwareSampler::Window& w
 // Makes an owner-held restored entry free and forgets it in its slot's index; leaves any other alone (a free
 // birth entry may be reserved by an allocating thread at any moment: arm_birth).
 inline void free_entry(SoftwareSampler::Tables& t, SoftwareSampler::Window& w, uint32_t index) {
-  uint64_t word = w.word.load(std::memory_order_acquire);
-  if (state_of(word) != kRestored) return;
-  uint32_t expected = index + 1;
-  t.slots[w.slot.load(std::memory_order_relaxed)].window.compare_exchange_strong(expected, 0);
-  w.word.compare_exchange_strong(word, next_word(word, kFree), std::memory_order_acq_rel);
+  for (;;) {
+    uint64_t word = w.word.load(std::memory_order_acquire);
+    const uint64_t s = state_of(word);
+    // A fault handler is repairing the restored window's pages (claim, repair_to_state) and puts the state
+    // back after its one mprotect: wait for it. Returning left the slot's index set and the entry out of the
+    // table once disarm reset the high-water mark: the slot was never armed again (1,196 of 32,000 arms
+    // lost in SoftwareSampler.RearmingWhileThreadsTouch under ASan).
+    if (s == kRestoring) {
+      os::yield_cpu();
+      continue;
+    }
+    if (s != kRestored) return;
+    uint32_t expected = index + 1;
+    t.slots[w.slot.load(std::memory_order_relaxed)].window.compare_exchange_strong(expected, 0);
+    if (w.word.compare_exchange_strong(word, next_word(word, kFree), std::memory_order_acq_rel)) return;
+  }
 }
 
 }  // namespace software_sampler_internal
